@@ -1,0 +1,84 @@
+package v1alpha1
+
+import "github.com/fluxcd/pkg/apis/meta"
+
+// Condition types. Ready, Reconciling and Stalled follow kstatus.
+const (
+	// ReadyCondition summarises the object: for a server, all desired
+	// replicas ready and children applied.
+	ReadyCondition = meta.ReadyCondition
+	// ReconcilingCondition means work is in progress.
+	ReconcilingCondition = meta.ReconcilingCondition
+	// StalledCondition means progress needs a human.
+	StalledCondition = meta.StalledCondition
+	// AcceptedCondition means the spec is valid and its references resolve.
+	AcceptedCondition = "Accepted"
+	// ModelReadyCondition means the weights are in the cache and loadable.
+	ModelReadyCondition = "ModelReady"
+	// CacheReadyCondition means the binding is Active and its claims Bound.
+	CacheReadyCondition = "CacheReady"
+	// ConfigurationDriftCondition means the cluster no longer matches a
+	// binding's recorded cluster facts. It never authorises deletion.
+	ConfigurationDriftCondition = "ConfigurationDrift"
+)
+
+// Condition reasons; an event's reason equals the condition reason.
+const (
+	// AvailableReason: all desired replicas are ready.
+	AvailableReason = "Available"
+	// InitializingReason: children are applied, pods are not ready yet.
+	InitializingReason = "Initializing"
+	// ScaledToZeroReason: the server runs no replicas by request.
+	ScaledToZeroReason = "ScaledToZero"
+	// DownloadingReason: the model is being downloaded.
+	DownloadingReason = "Downloading"
+	// DownloadedReason: the model is in the cache.
+	DownloadedReason = "Downloaded"
+	// DownloadFailedReason: the model download failed.
+	DownloadFailedReason = "DownloadFailed"
+	// ProgressingReason: a reconcile is in progress.
+	ProgressingReason = meta.ProgressingReason
+	// ProgressingWithRetryReason: a reconcile failed and is being retried.
+	ProgressingWithRetryReason = meta.ProgressingWithRetryReason
+	// ConfigurationInvalidReason: the spec cannot be turned into children.
+	ConfigurationInvalidReason = "ConfigurationInvalid"
+	// SecretNotFoundReason: the token Secret or its key does not exist.
+	SecretNotFoundReason = "SecretNotFound"
+	// ValidReason: the spec is valid and its references resolve.
+	ValidReason = "Valid"
+	// InvalidReason: the spec is invalid.
+	InvalidReason = "Invalid"
+	// BoundReason: the binding is Active and its claims are Bound.
+	BoundReason = "Bound"
+	// PendingReason: the binding's claims are not Bound yet.
+	PendingReason = "Pending"
+	// BindingRetiringReason: the binding is retiring; a new one is needed.
+	BindingRetiringReason = "BindingRetiring"
+	// OwnershipConflictReason: a child's name is taken by an object embedops
+	// does not own.
+	OwnershipConflictReason = "OwnershipConflict"
+	// EndpointUnavailableReason: ready pods do not answer TEI's /info.
+	EndpointUnavailableReason = "EndpointUnavailable"
+	// ServedRevisionMismatchReason: TEI serves another model commit than the
+	// binding recorded.
+	ServedRevisionMismatchReason = "ServedRevisionMismatch"
+	// SuspendedReason: reconciliation is suspended.
+	SuspendedReason = "Suspended"
+	// ImagePullBackOffReason: a pod cannot pull its image and backs off.
+	ImagePullBackOffReason = "ImagePullBackOff"
+	// ErrImagePullReason: a pod failed to pull its image.
+	ErrImagePullReason = "ErrImagePull"
+	// CrashLoopBackOffReason: a container keeps crashing.
+	CrashLoopBackOffReason = "CrashLoopBackOff"
+	// CreateContainerConfigErrorReason: a container's config cannot be built,
+	// e.g. a referenced Secret key is missing.
+	CreateContainerConfigErrorReason = "CreateContainerConfigError"
+	// OOMKilledReason: a container was killed for exceeding its memory limit.
+	OOMKilledReason = "OOMKilled"
+	// UnschedulableReason: a pod cannot be scheduled.
+	UnschedulableReason = "Unschedulable"
+	// StorageClassDriftReason: the StorageClass changed after the decision.
+	StorageClassDriftReason = "StorageClassChanged"
+	// ClaimResizedReason: a cache claim was resized by hand.
+	ClaimResizedReason = "ClaimResized"
+)

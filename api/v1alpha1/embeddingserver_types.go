@@ -1,0 +1,346 @@
+package v1alpha1
+
+import (
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EmbeddingServerKind is the kind of EmbeddingServer objects.
+const EmbeddingServerKind = "EmbeddingServer"
+
+// DefaultImage is the TEI image a server runs when spec.image is empty. It is
+// kept equal to the schema default below.
+const DefaultImage = "ghcr.io/huggingface/text-embeddings-inference:cpu-1.9"
+
+// EmbeddingServerSpec is the desired state of a TEI server.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.model.tokenSecretRef) || !has(self.env) || !self.env.exists(e, e.name == 'HF_TOKEN' || e.name == 'HF_API_TOKEN')",message="env must not set HF_TOKEN or HF_API_TOKEN when model.tokenSecretRef is set: the token comes from the Secret"
+type EmbeddingServerSpec struct {
+	// Model is the HuggingFace model the server loads.
+	Model ModelSpec `json:"model"`
+
+	// Image is the TEI container image.
+	// +kubebuilder:default="ghcr.io/huggingface/text-embeddings-inference:cpu-1.9"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// ImagePullPolicy is the pull policy of the TEI container.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ImagePullSecrets are the Secrets used to pull the image.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Port is the HTTP port TEI listens on.
+	// +kubebuilder:default=8080
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// Args are extra TEI arguments. The model, revision and port are set from
+	// their own fields and must not be repeated here.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.startsWith('--model-id') && !a.startsWith('--revision') && !a.startsWith('--port') && !a.startsWith('--hostname'))",message="args must not set --model-id, --revision, --port or --hostname: use spec.model and spec.port"
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// Env are extra environment variables of the TEI container;
+	// valueFrom.secretKeyRef works.
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.name == 'HUGGINGFACE_HUB_CACHE' || e.name == 'HF_HUB_CACHE' || e.name == 'HF_HOME')",message="env must not set HUGGINGFACE_HUB_CACHE, HF_HUB_CACHE or HF_HOME: the cache location is managed by spec.cache"
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Resources are the TEI container's requests and limits, GPUs included.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Replicas is the number of TEI pods; 0 scales the server to zero.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Cache says where the model weights are cached.
+	// +kubebuilder:default={}
+	// +optional
+	Cache CacheSpec `json:"cache,omitempty"`
+
+	// PodTemplate is a strategic-merge patch over the generated pod template.
+	// The TEI container is named "embedding".
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	PodTemplate *apiextensionsv1.JSON `json:"podTemplate,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount the pods run as.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Suspend stops reconciliation; running children are left as they are.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ModelSpec names a HuggingFace model.
+type ModelSpec struct {
+	// Name is a HuggingFace repository id (org/name) or an absolute local path.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^(/\S*|[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?)$`
+	Name string `json:"name"`
+
+	// Revision is the branch, tag or commit of the model repository.
+	// +kubebuilder:default=main
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^\S+$`
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// TokenSecretRef selects the key of a Secret holding a HuggingFace token.
+	// +optional
+	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
+}
+
+// SecretKeyRef selects one key of a Secret in the object's namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key in the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
+// CacheSpec says where and for how long model weights are cached.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'None' || !has(self.storageClassName)",message="cache.mode None keeps no cache: remove storageClassName"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'None' || !has(self.size) || quantity(string(self.size)).compareTo(quantity('10Gi')) == 0",message="cache.mode None keeps no cache: remove size"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'None' || !has(self.retainFor) || duration(self.retainFor) == duration('24h')",message="cache.mode None keeps no cache: remove retainFor"
+type CacheSpec struct {
+	// Mode is PerReplica (a claim per pod), Shared (one ReadWriteMany claim
+	// per namespace and model) or None (an emptyDir; nothing is recorded).
+	// +kubebuilder:default=PerReplica
+	// +optional
+	Mode CacheMode `json:"mode,omitempty"`
+
+	// StorageClassName is the StorageClass of the cache claims; empty means
+	// the cluster default.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// Size is the requested size of each cache claim.
+	// +kubebuilder:default="10Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="cache.size must be greater than zero"
+	// +optional
+	Size resource.Quantity `json:"size,omitempty"`
+
+	// RetainFor is how long cached data outlives its last user; 0s releases
+	// it as soon as no server uses it.
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +optional
+	RetainFor metav1.Duration `json:"retainFor,omitempty"`
+}
+
+// CacheMode is how a server's model cache is stored.
+// +kubebuilder:validation:Enum=PerReplica;Shared;None
+type CacheMode string
+
+const (
+	// CacheModePerReplica gives every replica its own claim.
+	CacheModePerReplica CacheMode = "PerReplica"
+	// CacheModeShared mounts one ReadWriteMany claim in every replica.
+	CacheModeShared CacheMode = "Shared"
+	// CacheModeNone caches nothing beyond the pod's lifetime.
+	CacheModeNone CacheMode = "None"
+)
+
+// EmbeddingServerStatus is the observed state of a TEI server.
+type EmbeddingServerStatus struct {
+	meta.ReconcileRequestStatus `json:",inline"`
+
+	// ObservedGeneration is the last generation reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are the kstatus conditions of the server.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Phase is a one-word summary derived from the conditions.
+	// +optional
+	Phase ServerPhase `json:"phase,omitempty"`
+
+	// URL is the in-cluster address of the server's Service.
+	// +optional
+	URL string `json:"url,omitempty"`
+
+	// Replicas is the number of pods the StatefulSet runs.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas is the number of ready pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// CacheBinding is the name of the ModelCacheBinding in use.
+	// +optional
+	CacheBinding string `json:"cacheBinding,omitempty"`
+
+	// EndpointCheck says whether ready pods are asked for TEI's /info.
+	// +optional
+	EndpointCheck EndpointCheckState `json:"endpointCheck,omitempty"`
+
+	// Served is what TEI reported on /info.
+	// +optional
+	Served *ServedModel `json:"served,omitempty"`
+
+	// Inventory lists the children applied for this server.
+	// +optional
+	Inventory *ResourceInventory `json:"inventory,omitempty"`
+}
+
+// ServerPhase is a one-word summary of a server's state.
+// +kubebuilder:validation:Enum=Pending;Downloading;Ready;Degraded;Failed;ScaledToZero;Terminating
+type ServerPhase string
+
+const (
+	// PhasePending means children are being created or pods scheduled.
+	PhasePending ServerPhase = "Pending"
+	// PhaseDownloading means model weights are being downloaded.
+	PhaseDownloading ServerPhase = "Downloading"
+	// PhaseReady means all desired replicas are ready.
+	PhaseReady ServerPhase = "Ready"
+	// PhaseDegraded means pods fail in a way that may recover.
+	PhaseDegraded ServerPhase = "Degraded"
+	// PhaseFailed means the server needs a human.
+	PhaseFailed ServerPhase = "Failed"
+	// PhaseScaledToZero means the server runs no replicas by request.
+	PhaseScaledToZero ServerPhase = "ScaledToZero"
+	// PhaseTerminating means the server is being deleted.
+	PhaseTerminating ServerPhase = "Terminating"
+)
+
+// EndpointCheckState says whether the controller asks TEI's /info.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type EndpointCheckState string
+
+const (
+	// EndpointCheckEnabled means ready pods must answer /info.
+	EndpointCheckEnabled EndpointCheckState = "Enabled"
+	// EndpointCheckDisabled means pod addresses are not reachable from the
+	// controller, so /info is not asked.
+	EndpointCheckDisabled EndpointCheckState = "Disabled"
+)
+
+// ServedModel is what a TEI server reported on /info.
+type ServedModel struct {
+	// ModelID is the model TEI loaded.
+	// +optional
+	ModelID string `json:"modelID,omitempty"`
+	// ModelSHA is the commit of the loaded model.
+	// +optional
+	ModelSHA string `json:"modelSHA,omitempty"`
+	// DType is the numeric type of the weights.
+	// +optional
+	DType string `json:"dtype,omitempty"`
+	// MaxInputLength is the longest input in tokens.
+	// +optional
+	MaxInputLength int64 `json:"maxInputLength,omitempty"`
+}
+
+// ResourceInventory lists applied objects, in Flux's inventory shape.
+type ResourceInventory struct {
+	// Entries are the applied objects.
+	Entries []ResourceRef `json:"entries"`
+}
+
+// ResourceRef identifies one applied object.
+type ResourceRef struct {
+	// ID is "<namespace>_<name>_<group>_<kind>".
+	ID string `json:"id"`
+	// Version is the object's API version.
+	Version string `json:"v"`
+}
+
+// EmbeddingServer runs a HuggingFace Text Embeddings Inference server.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=es,categories=embedops
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model.name`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Binding",type=string,JSONPath=`.status.cacheBinding`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 52 characters: it names a StatefulSet and its Services"
+type EmbeddingServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state.
+	Spec EmbeddingServerSpec `json:"spec"`
+	// Status is the observed state.
+	// +optional
+	Status EmbeddingServerStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the status conditions.
+func (in *EmbeddingServer) GetConditions() []metav1.Condition {
+	return in.Status.Conditions
+}
+
+// SetConditions replaces the status conditions.
+func (in *EmbeddingServer) SetConditions(conditions []metav1.Condition) {
+	in.Status.Conditions = conditions
+}
+
+// GetReplicas returns the desired replicas, 1 when unset.
+func (in *EmbeddingServer) GetReplicas() int32 {
+	if in.Spec.Replicas == nil {
+		return 1
+	}
+	return *in.Spec.Replicas
+}
+
+// EmbeddingServerList is a list of EmbeddingServers.
+//
+// +kubebuilder:object:root=true
+type EmbeddingServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EmbeddingServer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EmbeddingServer{}, &EmbeddingServerList{})
+}

@@ -1,0 +1,336 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ModelCacheBindingKind is the kind of ModelCacheBinding objects.
+const ModelCacheBindingKind = "ModelCacheBinding"
+
+// ModelCacheBindingSpec records one cache decision. Identity, decision and
+// source never change; the claim names only grow, so no claim the binding
+// owns is ever forgotten.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.resources) || !has(oldSelf.resources.persistentVolumeClaimNames) || (has(self.resources) && has(self.resources.persistentVolumeClaimNames) && oldSelf.resources.persistentVolumeClaimNames.all(n, n in self.resources.persistentVolumeClaimNames))",message="spec.resources.persistentVolumeClaimNames may be added to, never removed from"
+type ModelCacheBindingSpec struct {
+	// Identity says which model and sharing domain the cache is for.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.identity is immutable"
+	Identity CacheIdentity `json:"identity"`
+
+	// Decision is the storage decision, with its digest.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.decision is immutable"
+	Decision CacheDecision `json:"decision"`
+
+	// Source is the git revision of the manifest that made the decision.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.source is immutable"
+	Source DecisionSource `json:"source"`
+
+	// Resources are the claims the binding owns.
+	// +optional
+	Resources CacheResources `json:"resources,omitempty"`
+}
+
+// CacheIdentity is what a cache holds and who may share it.
+type CacheIdentity struct {
+	// Model is the HuggingFace repository id or local path.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Model string `json:"model"`
+
+	// Revision is the model revision as written in the manifest.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Revision string `json:"revision"`
+
+	// SharingDomain is the namespace (Shared) or namespace/server (PerReplica).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	SharingDomain string `json:"sharingDomain"`
+
+	// Key is the sha256 digest of model, revision and sharing domain.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Key string `json:"key"`
+}
+
+// CacheDecision is where and for how long a cache is stored. Digest covers
+// the identity and every field here that comes from the manifest; the
+// cluster facts Provisioner and StorageClassParametersDigest sit beside it.
+type CacheDecision struct {
+	// Mode is PerReplica or Shared.
+	// +kubebuilder:validation:XValidation:rule="self == 'PerReplica' || self == 'Shared'",message="decision.mode must be PerReplica or Shared: cache.mode None records no binding"
+	Mode CacheMode `json:"mode"`
+
+	// StorageClassName is the StorageClass named by the manifest; empty means
+	// the cluster default.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// Size is the requested size of each claim.
+	Size resource.Quantity `json:"size"`
+
+	// AccessModes of the claims.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadOnlyMany;ReadWriteMany;ReadWriteOncePod
+	// +listType=set
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes"`
+
+	// ReclaimPolicy is what happens to data when no server uses it.
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy"`
+
+	// RetainFor is how long data outlives its last user.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	RetainFor metav1.Duration `json:"retainFor"`
+
+	// Digest is the sha256 digest of the canonical encoding of the identity
+	// and the fields above.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Digest string `json:"digest"`
+
+	// Provisioner of the StorageClass at decision time (a cluster fact).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Provisioner string `json:"provisioner,omitempty"`
+
+	// StorageClassParametersDigest is the sha256 digest of the StorageClass
+	// parameters at decision time (a cluster fact).
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	StorageClassParametersDigest string `json:"storageClassParametersDigest,omitempty"`
+}
+
+// ReclaimPolicy is what happens to a cache when it is no longer used.
+// +kubebuilder:validation:Enum=Retain
+type ReclaimPolicy string
+
+// ReclaimPolicyRetain keeps data for retainFor after its last user.
+const ReclaimPolicyRetain ReclaimPolicy = "Retain"
+
+// DecisionSource is the git revision of the manifest behind a decision.
+//
+// +kubebuilder:validation:XValidation:rule="self.method == 'Unknown' || has(self.revision)",message="source.revision is required unless the method is Unknown"
+type DecisionSource struct {
+	// Method is how the revision was found.
+	Method SourceMethod `json:"method"`
+
+	// Revision as the GitOps tool writes it, e.g. main@sha1:<hex>.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// Commit is the bare commit sha.
+	// +kubebuilder:validation:Pattern=`^([a-f0-9]{40}|[a-f0-9]{64})$`
+	// +optional
+	Commit string `json:"commit,omitempty"`
+
+	// Repository is the URL of the git repository.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// Path is the path rendered inside the repository.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// ObjectRef is the Flux Kustomization or Argo CD Application.
+	// +optional
+	ObjectRef *SourceObjectReference `json:"objectRef,omitempty"`
+
+	// DecidedAt is when the decision was recorded.
+	DecidedAt metav1.Time `json:"decidedAt"`
+}
+
+// SourceMethod is how a decision's git revision was found.
+// +kubebuilder:validation:Enum=Declared;Flux;ArgoCD;Unknown
+type SourceMethod string
+
+const (
+	// SourceDeclared comes from the embedops.dev/source-* annotations.
+	SourceDeclared SourceMethod = "Declared"
+	// SourceFlux comes from the Flux Kustomization that applied the object.
+	SourceFlux SourceMethod = "Flux"
+	// SourceArgoCD comes from the Argo CD Application that synced the object.
+	SourceArgoCD SourceMethod = "ArgoCD"
+	// SourceUnknown means no revision could be found.
+	SourceUnknown SourceMethod = "Unknown"
+)
+
+// SourceObjectReference points at a GitOps object.
+type SourceObjectReference struct {
+	// APIVersion of the object.
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// Kind of the object.
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Namespace of the object.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// CacheResources are the claims a binding owns.
+type CacheResources struct {
+	// PersistentVolumeClaimNames are the cache claims, in the binding's
+	// namespace. Names may be added, never removed.
+	// +kubebuilder:validation:MaxItems=512
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	PersistentVolumeClaimNames []string `json:"persistentVolumeClaimNames,omitempty"`
+}
+
+// ModelCacheBindingStatus is the lifecycle state of a binding.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || has(self.phase)",message="status.phase cannot be removed"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || self.phase == oldSelf.phase || (oldSelf.phase == 'Active' && self.phase == 'Retiring') || (oldSelf.phase == 'Retiring' && self.phase == 'Released')",message="status.phase only moves Active -> Retiring -> Released"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.realized) || has(self.realized)",message="status.realized cannot be removed"
+type ModelCacheBindingStatus struct {
+	// ObservedGeneration is the last generation reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase is Active, Retiring or Released, in that order only.
+	// +optional
+	Phase BindingPhase `json:"phase,omitempty"`
+
+	// RequestReferences are the servers using the cache.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=map
+	// +listMapKey=uid
+	// +optional
+	RequestReferences []RequestReference `json:"requestReferences,omitempty"`
+
+	// IdleSince is when the last reference was removed.
+	// +optional
+	IdleSince *metav1.Time `json:"idleSince,omitempty"`
+
+	// RetireAfter is when an idle binding becomes Retiring.
+	// +optional
+	RetireAfter *metav1.Time `json:"retireAfter,omitempty"`
+
+	// ReleasedAt is when the claims were gone and the binding Released.
+	// +optional
+	ReleasedAt *metav1.Time `json:"releasedAt,omitempty"`
+
+	// Realized is what was actually downloaded and bound.
+	// +optional
+	Realized *RealizedCache `json:"realized,omitempty"`
+
+	// Conditions of the binding.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// BindingPhase is the lifecycle phase of a binding.
+// +kubebuilder:validation:Enum=Active;Retiring;Released
+type BindingPhase string
+
+const (
+	// BindingActive may gain and lose references.
+	BindingActive BindingPhase = "Active"
+	// BindingRetiring is releasing its claims; it never gains references.
+	BindingRetiring BindingPhase = "Retiring"
+	// BindingReleased holds no data and stays as an audit record.
+	BindingReleased BindingPhase = "Released"
+)
+
+// RequestReference is a server that uses a cache.
+type RequestReference struct {
+	// Kind of the user, EmbeddingServer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Namespace of the user.
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the user.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID of the user.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	UID types.UID `json:"uid"`
+}
+
+// RealizedCache is what a cache holds. Each field is immutable once set.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.resolvedCommit) || (has(self.resolvedCommit) && self.resolvedCommit == oldSelf.resolvedCommit)",message="status.realized.resolvedCommit is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.contentDigest) || (has(self.contentDigest) && self.contentDigest == oldSelf.contentDigest)",message="status.realized.contentDigest is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistentVolumeNames) || (has(self.persistentVolumeNames) && self.persistentVolumeNames == oldSelf.persistentVolumeNames)",message="status.realized.persistentVolumeNames is immutable once set"
+type RealizedCache struct {
+	// ResolvedCommit is the model commit the revision resolved to.
+	// +kubebuilder:validation:Pattern=`^[a-f0-9]{40}$`
+	// +optional
+	ResolvedCommit string `json:"resolvedCommit,omitempty"`
+
+	// ContentDigest is the sha256 digest of the downloaded files' manifest.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	ContentDigest string `json:"contentDigest,omitempty"`
+
+	// PersistentVolumeNames are the volumes bound to the claims.
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	PersistentVolumeNames []string `json:"persistentVolumeNames,omitempty"`
+}
+
+// ModelCacheBinding records one cache storage decision and its lifetime.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcb,categories=embedops
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.decision.mode`
+// +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.decision.storageClassName`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="References",type=string,JSONPath=`.status.requestReferences[*].name`
+// +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.spec.source.commit`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ModelCacheBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the recorded decision.
+	Spec ModelCacheBindingSpec `json:"spec"`
+	// Status is the lifecycle state.
+	// +optional
+	Status ModelCacheBindingStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the status conditions.
+func (in *ModelCacheBinding) GetConditions() []metav1.Condition {
+	return in.Status.Conditions
+}
+
+// SetConditions replaces the status conditions.
+func (in *ModelCacheBinding) SetConditions(conditions []metav1.Condition) {
+	in.Status.Conditions = conditions
+}
+
+// ModelCacheBindingList is a list of ModelCacheBindings.
+//
+// +kubebuilder:object:root=true
+type ModelCacheBindingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ModelCacheBinding `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ModelCacheBinding{}, &ModelCacheBindingList{})
+}

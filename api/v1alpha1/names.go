@@ -1,0 +1,23 @@
+package v1alpha1
+
+// Finalizers, labels and annotations.
+const (
+	// ServerFinalizer holds a server until its children are cleaned up.
+	ServerFinalizer = "embedops.dev/server"
+	// CacheProtectionFinalizer holds a binding until it is Released.
+	CacheProtectionFinalizer = "embedops.dev/cache-protection"
+	// NameLabel and NamespaceLabel mark children with their owner.
+	NameLabel = "embedops.dev/name"
+	// NamespaceLabel is the owner's namespace on children.
+	NamespaceLabel = "embedops.dev/namespace"
+	// SourceRevisionAnnotation declares the git revision of a manifest.
+	SourceRevisionAnnotation = "embedops.dev/source-revision"
+	// SourceRepositoryAnnotation declares the git repository of a manifest.
+	SourceRepositoryAnnotation = "embedops.dev/source-repository"
+	// SourcePathAnnotation declares the path of a manifest in its repository.
+	SourcePathAnnotation = "embedops.dev/source-path"
+	// FieldManager is the server-side apply field manager of the controller.
+	FieldManager = "embedops-controller"
+	// StatusFieldManager is the field manager of status writes.
+	StatusFieldManager = "embedops-controller-status"
+)

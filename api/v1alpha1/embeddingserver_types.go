@@ -340,7 +340,3 @@ type EmbeddingServerList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []EmbeddingServer `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&EmbeddingServer{}, &EmbeddingServerList{})
-}

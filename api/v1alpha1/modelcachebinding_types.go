@@ -330,7 +330,3 @@ type ModelCacheBindingList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ModelCacheBinding `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ModelCacheBinding{}, &ModelCacheBindingList{})
-}

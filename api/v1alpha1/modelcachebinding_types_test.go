@@ -206,7 +206,8 @@ func TestModelCacheBindingReferencesFromTwoAppliersBothSurvive(t *testing.T) {
 				}},
 			},
 		}}
-		g.Expect(env.Client.Status().Patch(t.Context(), patch, client.Apply, client.FieldOwner("applier-"+name), client.ForceOwnership)).To(Succeed())
+		applied := client.ApplyConfigurationFromUnstructured(patch)
+		g.Expect(env.Client.Status().Apply(t.Context(), applied, client.FieldOwner("applier-"+name), client.ForceOwnership)).To(Succeed())
 	}
 
 	got := &embedopsv1.ModelCacheBinding{}

@@ -1,0 +1,76 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fluxcd/pkg/runtime/leaderelection"
+	"github.com/fluxcd/pkg/runtime/probes"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// LeaderElectionID names the lease the controller replicas compete for.
+const LeaderElectionID = "embedops-controller-leader"
+
+// ManagerOptions configure the controller manager.
+type ManagerOptions struct {
+	// MetricsAddr serves Prometheus metrics; "0" disables them.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz.
+	HealthAddr string
+	// LeaderElection configures leader election.
+	LeaderElection leaderelection.Options
+}
+
+// NewScheme returns the scheme of every kind the controller reads.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, embedopsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return scheme, nil
+}
+
+// NewManager returns a manager with health probes, metrics and leader election.
+func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.HealthAddr,
+		LeaderElection:                opts.LeaderElection.Enable,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionReleaseOnCancel: opts.LeaderElection.ReleaseOnCancel,
+		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
+		RenewDeadline:                 &opts.LeaderElection.RenewDeadline,
+		RetryPeriod:                   &opts.LeaderElection.RetryPeriod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	probes.SetupChecks(mgr, ctrl.Log.WithName("probes"))
+	return mgr, nil
+}
+
+// Run starts a manager and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, opts ManagerOptions) error {
+	mgr, err := NewManager(cfg, opts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}

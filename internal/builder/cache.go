@@ -1,0 +1,182 @@
+package builder
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// Where the model cache lives in the TEI container.
+const (
+	// CacheVolumeName names the cache volume when it is a pod volume (Shared
+	// and None). A PerReplica cache is named by Cache.TemplateName instead.
+	CacheVolumeName = "cache"
+	// CacheMountPath is where the cache is mounted; HUGGINGFACE_HUB_CACHE
+	// points at it.
+	CacheMountPath = "/data"
+)
+
+// Cache is where a server's model cache lives, as the controller decided it.
+// A nil *Cache means CacheModeNone.
+type Cache struct {
+	// Mode is PerReplica, Shared or None (an emptyDir).
+	Mode embedopsv1.CacheMode
+	// TemplateName is the PerReplica volumeClaimTemplates entry; it carries
+	// the decision digest, so a new decision gives new claims.
+	TemplateName string
+	// ClaimName is the Shared ReadWriteMany claim of the binding.
+	ClaimName string
+	// StorageClassName is the PerReplica claims' StorageClass; empty means
+	// the cluster default.
+	StorageClassName string
+	// Size is the PerReplica claims' requested storage.
+	Size resource.Quantity
+	// AccessModes are the PerReplica claims' access modes.
+	AccessModes []corev1.PersistentVolumeAccessMode
+}
+
+// errInvalidCache marks a Cache the controller filled wrongly: a bug, not a
+// user error.
+var errInvalidCache = errors.New("invalid cache")
+
+// validate checks that the fields of the cache's mode are set and the others
+// are not.
+func (c *Cache) validate() error {
+	if c == nil {
+		return nil
+	}
+	var problems []string
+	switch c.Mode {
+	case embedopsv1.CacheModePerReplica:
+		problems = append(problems, dnsLabel("templateName", c.TemplateName)...)
+		problems = append(problems, unset("claimName", c.ClaimName)...)
+		if c.Size.Sign() <= 0 {
+			problems = append(problems, "size must be greater than zero")
+		}
+		if len(c.AccessModes) == 0 {
+			problems = append(problems, "accessModes must not be empty")
+		}
+	case embedopsv1.CacheModeShared:
+		problems = append(problems, dnsSubdomain("claimName", c.ClaimName)...)
+		problems = append(problems, unset("templateName", c.TemplateName)...)
+	case embedopsv1.CacheModeNone:
+		problems = append(problems, unset("templateName", c.TemplateName)...)
+		problems = append(problems, unset("claimName", c.ClaimName)...)
+	default:
+		problems = append(problems, fmt.Sprintf("unknown mode %q", c.Mode))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: mode %s: %s", errInvalidCache, c.Mode, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func dnsLabel(field, value string) []string {
+	if value == "" {
+		return []string{field + " is required"}
+	}
+	if errs := validation.IsDNS1123Label(value); len(errs) > 0 {
+		return []string{field + ": " + strings.Join(errs, ", ")}
+	}
+	return nil
+}
+
+func dnsSubdomain(field, value string) []string {
+	if value == "" {
+		return []string{field + " is required"}
+	}
+	if errs := validation.IsDNS1123Subdomain(value); len(errs) > 0 {
+		return []string{field + ": " + strings.Join(errs, ", ")}
+	}
+	return nil
+}
+
+func unset(field, value string) []string {
+	if value != "" {
+		return []string{field + " must be empty"}
+	}
+	return nil
+}
+
+// mode returns the cache mode; nil means None.
+func (c *Cache) mode() embedopsv1.CacheMode {
+	if c == nil {
+		return embedopsv1.CacheModeNone
+	}
+	return c.Mode
+}
+
+// volumeName is the name of the volume mounted at CacheMountPath.
+func (c *Cache) volumeName() string {
+	if c.mode() == embedopsv1.CacheModePerReplica {
+		return c.TemplateName
+	}
+	return CacheVolumeName
+}
+
+// volumeMount mounts the cache at CacheMountPath.
+func (c *Cache) volumeMount() corev1.VolumeMount {
+	return corev1.VolumeMount{Name: c.volumeName(), MountPath: CacheMountPath}
+}
+
+// podVolumes are the pod's cache volumes; a PerReplica cache has none, its
+// volume comes from the claim template.
+func (c *Cache) podVolumes() []corev1.Volume {
+	switch c.mode() {
+	case embedopsv1.CacheModeShared:
+		return []corev1.Volume{{
+			Name: CacheVolumeName,
+			VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.ClaimName},
+			},
+		}}
+	case embedopsv1.CacheModeNone:
+		return []corev1.Volume{{
+			Name:         CacheVolumeName,
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		}}
+	default:
+		return nil
+	}
+}
+
+// claimTemplates are the StatefulSet's volumeClaimTemplates: one per-replica
+// cache claim, or none.
+func (c *Cache) claimTemplates(server *embedopsv1.EmbeddingServer) []corev1.PersistentVolumeClaim {
+	if c.mode() != embedopsv1.CacheModePerReplica {
+		return nil
+	}
+	claim := corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: c.TemplateName, Labels: Labels(server)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: append([]corev1.PersistentVolumeAccessMode(nil), c.AccessModes...),
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: c.Size.DeepCopy()},
+			},
+		},
+	}
+	if c.StorageClassName != "" {
+		claim.Spec.StorageClassName = new(c.StorageClassName)
+	}
+	return []corev1.PersistentVolumeClaim{claim}
+}
+
+// claimRetention keeps PerReplica claims when the StatefulSet is deleted or
+// scaled down: the binding, not the StatefulSet, owns the data's lifetime.
+func (c *Cache) claimRetention() *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy {
+	if c.mode() != embedopsv1.CacheModePerReplica {
+		return nil
+	}
+	return &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+	}
+}

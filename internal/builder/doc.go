@@ -1,0 +1,17 @@
+// Package builder turns an EmbeddingServer into the children the controller
+// applies: a StatefulSet running TEI and two Services.
+//
+// Invariants:
+//   - Pure: no clients, no I/O, no clock. The same inputs give byte-for-byte
+//     the same objects, so server-side apply sees no drift.
+//   - Every returned object has its TypeMeta, the server's namespace and
+//     Labels(server), and no owner references: the controller sets those.
+//   - The pod template carries the owner labels, because the controller's Pod
+//     informer is filtered on them.
+//   - spec.podTemplate is applied as a strategic-merge patch over the
+//     generated pod template. A patch that cannot be applied, or that would
+//     take away what the operator relies on, is an error wrapping
+//     ErrInvalidPodTemplate; it is never ignored. As with kubectl patch, list
+//     items a patch adds come before the generated ones unless the patch
+//     orders them with $setElementOrder.
+package builder

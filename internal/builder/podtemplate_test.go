@@ -1,0 +1,149 @@
+package builder_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+)
+
+func TestPodTemplatePatchIsApplied(t *testing.T) {
+	cases := []struct {
+		name   string
+		patch  string
+		expect func(g *WithT, template corev1.PodTemplateSpec)
+	}{
+		{
+			name:  "tolerations and node selector are added",
+			patch: `{"spec":{"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}],"nodeSelector":{"gpu":"a100"}}}`,
+			expect: func(g *WithT, template corev1.PodTemplateSpec) {
+				g.Expect(template.Spec.Tolerations).To(ConsistOf(corev1.Toleration{
+					Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
+				}))
+				g.Expect(template.Spec.NodeSelector).To(Equal(map[string]string{"gpu": "a100"}))
+			},
+		},
+		{
+			name:  "annotations and labels are merged with the generated ones",
+			patch: `{"metadata":{"annotations":{"prometheus.io/scrape":"true"},"labels":{"team":"search"}}}`,
+			expect: func(g *WithT, template corev1.PodTemplateSpec) {
+				g.Expect(template.Annotations).To(HaveKeyWithValue("prometheus.io/scrape", "true"))
+				g.Expect(template.Annotations).To(HaveKeyWithValue("kubectl.kubernetes.io/default-container", "embedding"))
+				g.Expect(template.Labels).To(HaveKeyWithValue("team", "search"))
+				g.Expect(template.Labels).To(HaveKeyWithValue(embedopsv1.NameLabel, "s"))
+			},
+		},
+		{
+			name:  "the embedding container's env is merged by name",
+			patch: `{"spec":{"containers":[{"name":"embedding","env":[{"name":"RUST_LOG","value":"debug"},{"name":"MODE","value":"patched"}]}]}}`,
+			expect: func(g *WithT, template corev1.PodTemplateSpec) {
+				c := embeddingContainer(template)
+				g.Expect(c.Env).To(ContainElements(
+					corev1.EnvVar{Name: "HUGGINGFACE_HUB_CACHE", Value: "/data"},
+					corev1.EnvVar{Name: "RUST_LOG", Value: "debug"},
+					corev1.EnvVar{Name: "MODE", Value: "patched"},
+				))
+				g.Expect(c.Env).To(HaveLen(3), "MODE from spec.env is replaced, not repeated")
+				g.Expect(c.Args).To(HaveLen(4))
+				g.Expect(c.Image).To(Equal(embedopsv1.DefaultImage))
+			},
+		},
+		{
+			name:  "a sidecar is added beside the embedding container",
+			patch: `{"spec":{"containers":[{"name":"proxy","image":"envoy:v1"}]}}`,
+			expect: func(g *WithT, template corev1.PodTemplateSpec) {
+				g.Expect(template.Spec.Containers).To(HaveLen(2))
+				g.Expect(embeddingContainer(template).Args).To(HaveLen(4))
+			},
+		},
+		{
+			name:  "resources and security context of the container can be tuned",
+			patch: `{"spec":{"containers":[{"name":"embedding","resources":{"limits":{"memory":"4Gi"}},"securityContext":{"readOnlyRootFilesystem":true}}]}}`,
+			expect: func(g *WithT, template corev1.PodTemplateSpec) {
+				c := embeddingContainer(template)
+				g.Expect(c.Resources.Limits.Memory().String()).To(Equal("4Gi"))
+				g.Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
+				g.Expect(c.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()), "fields the patch does not name are kept")
+			},
+		},
+		{
+			name:  "extra volumes and mounts are added",
+			patch: `{"spec":{"volumes":[{"name":"shm","emptyDir":{"medium":"Memory"}}],"containers":[{"name":"embedding","volumeMounts":[{"name":"shm","mountPath":"/dev/shm"}]}]}}`,
+			expect: func(g *WithT, template corev1.PodTemplateSpec) {
+				g.Expect(template.Spec.Volumes).To(HaveLen(2))
+				g.Expect(embeddingContainer(template).VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "shm", MountPath: "/dev/shm"}))
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := server("s", withEnv(corev1.EnvVar{Name: "MODE", Value: "spec"}), withPodTemplate(tc.patch))
+			sts, err := builder.StatefulSet(s, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			tc.expect(g, sts.Spec.Template)
+		})
+	}
+}
+
+func TestEmptyPodTemplatePatchChangesNothing(t *testing.T) {
+	cases := []struct{ name, patch string }{
+		{"empty object", "{}"},
+		{"null", "null"},
+		{"no bytes", ""},
+		{"empty metadata and spec", ` {"metadata":{},"spec":{}} `},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cache := perReplicaCache("cache-1", "", "10Gi")
+			options := []serverOption{withToken("hf", "token"), withEnv(corev1.EnvVar{Name: "A", Value: "b"})}
+			patched := server("s", append(options, withPodTemplate(tc.patch))...)
+			g.Expect(render(g, patched, cache)).To(Equal(render(g, server("s", options...), cache)))
+		})
+	}
+}
+
+func TestPodTemplatePatchIsRefused(t *testing.T) {
+	cases := []struct {
+		name    string
+		patch   string
+		cache   *builder.Cache
+		message string
+	}{
+		{"not JSON", `{"spec":`, nil, "not a JSON object: unexpected end of JSON input"},
+		{"not an object", `["spec"]`, nil, "not a JSON object: json: cannot unmarshal array"},
+		{"a field of the wrong type", `{"spec":{"tolerations":"all"}}`, nil, "cannot unmarshal"},
+		{"a list given as an object", `{"spec":{"containers":{"name":"embedding"}}}`, nil, "invalid spec.podTemplate"},
+		{"an unknown field", `{"spec":{"tolerashuns":[]}}`, nil, `unknown field "tolerashuns"`},
+		{"a container without a name", `{"spec":{"containers":[{"image":"x"}]}}`, nil, "invalid spec.podTemplate"},
+		{"the container is renamed", `{"spec":{"$setElementOrder/containers":[{"name":"tei"}],"containers":[{"name":"embedding","$patch":"delete"},{"name":"tei","image":"x"}]}}`, nil, `container "embedding" must be kept`},
+		{"the container list is replaced", `{"spec":{"containers":[{"$patch":"replace"},{"name":"tei","image":"x"}]}}`, nil, `container "embedding" must be kept`},
+		{"the pod spec is replaced", `{"spec":{"$patch":"replace","containers":[{"name":"tei","image":"x"}]}}`, nil, `container "embedding" must be kept`},
+		{"the instance label is changed", `{"metadata":{"labels":{"app.kubernetes.io/instance":"other"}}}`, nil, "the selector and owner labels must keep their values: app.kubernetes.io/instance=s"},
+		{"an owner label is removed", `{"metadata":{"labels":{"embedops.dev/name":null}}}`, nil, "must keep their values: embedops.dev/name=s"},
+		{"the labels are removed", `{"metadata":{"labels":null}}`, nil, "must keep their values: app.kubernetes.io/instance=s, app.kubernetes.io/managed-by=embedops, app.kubernetes.io/name=text-embeddings-inference, embedops.dev/name=s, embedops.dev/namespace=models"},
+		{"the args are replaced", `{"spec":{"containers":[{"name":"embedding","args":["--model-id=other"]}]}}`, nil, "may not change args --model-id, --revision, --port, --hostname"},
+		{"the port is changed in args", `{"spec":{"containers":[{"name":"embedding","args":["--model-id=BAAI/bge-small-en-v1.5","--revision=main","--port","9000","--hostname=0.0.0.0"]}]}}`, nil, "may not change args --port:"},
+		{"the cache location is changed", `{"spec":{"containers":[{"name":"embedding","env":[{"name":"HUGGINGFACE_HUB_CACHE","value":"/tmp"}]}]}}`, nil, "may not change env HUGGINGFACE_HUB_CACHE:"},
+		{"another cache location is set", `{"spec":{"containers":[{"name":"embedding","env":[{"name":"HF_HOME","value":"/tmp"}]}]}}`, nil, "may not change env HF_HOME:"},
+		{"the token is set", `{"spec":{"containers":[{"name":"embedding","env":[{"name":"HF_TOKEN","value":"hf_secret"}]}]}}`, nil, "may not change env HF_TOKEN:"},
+		{"the cache mount is moved", `{"spec":{"containers":[{"name":"embedding","volumeMounts":[{"name":"cache","mountPath":"/data","$patch":"delete"}]}]}}`, nil, "the mount at /data is managed"},
+		{"the cache mount is renamed", `{"spec":{"containers":[{"name":"embedding","volumeMounts":[{"name":"other","mountPath":"/data"}]}]}}`, nil, "the mount at /data is managed"},
+		{"the shared claim is swapped", `{"spec":{"volumes":[{"name":"cache","persistentVolumeClaim":{"claimName":"mine"}}]}}`, sharedCache("claim", "10Gi"), `volume "cache" is managed`},
+		{"the claim template is shadowed", `{"spec":{"volumes":[{"name":"cache-1","emptyDir":{}}]}}`, perReplicaCache("cache-1", "", "10Gi"), `volume "cache-1" is managed`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			sts, err := builder.StatefulSet(server("s", withPodTemplate(tc.patch)), tc.cache)
+			g.Expect(err).To(MatchError(builder.ErrInvalidPodTemplate))
+			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
+			g.Expect(sts).To(BeNil(), "an invalid patch never falls back to the generated pod")
+			t.Log(err)
+		})
+	}
+}

@@ -1,0 +1,240 @@
+package builder
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// The TEI container.
+const (
+	// ContainerName names the TEI container; spec.podTemplate patches it by
+	// this name.
+	ContainerName = "embedding"
+	// PortName names the TEI container port and the Services' ports.
+	PortName = "http"
+	// healthPath is TEI's health endpoint, probed by all three probes.
+	healthPath = "/health"
+	// defaultContainerAnnotation makes kubectl logs and exec pick the TEI
+	// container when a patch adds sidecars.
+	defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
+)
+
+// Schema defaults, used when a server was not defaulted by the API server
+// (for example one read from a file).
+const (
+	defaultPort     int32 = 8080
+	defaultRevision       = "main"
+)
+
+// Probe timings. TEI answers /health only once the model is downloaded and
+// loaded, which can take a long time for large models on slow links.
+const (
+	// startupPeriodSeconds and startupFailureThreshold give a pod 10s x 360
+	// = 1 hour to download and load its model before it is restarted.
+	startupPeriodSeconds    = 10
+	startupFailureThreshold = 360
+	// probeTimeoutSeconds allows /health, which runs a small inference, to
+	// answer on a busy CPU.
+	probeTimeoutSeconds = 5
+	// readinessPeriodSeconds and readinessFailureThreshold take a pod out of
+	// the Service after 30s of failed health checks.
+	readinessPeriodSeconds    = 10
+	readinessFailureThreshold = 3
+	// livenessPeriodSeconds and livenessFailureThreshold restart a pod after
+	// 2 minutes of failed health checks, well after it stopped receiving
+	// traffic.
+	livenessPeriodSeconds    = 20
+	livenessFailureThreshold = 6
+)
+
+// runAsID is the non-root user, group and fsGroup of TEI pods. TEI images run
+// as root by default, so runAsNonRoot needs an explicit user; the fsGroup
+// makes the cache volume writable by it.
+const runAsID int64 = 1000
+
+// StatefulSet returns the StatefulSet "<name>" that runs TEI, with its cache
+// mounted at CacheMountPath as cache says (nil means an emptyDir) and
+// spec.podTemplate applied. It fails when cache is inconsistent, and with an
+// error wrapping ErrInvalidPodTemplate when the patch is.
+func StatefulSet(server *embedopsv1.EmbeddingServer, cache *Cache) (*appsv1.StatefulSet, error) {
+	if err := cache.validate(); err != nil {
+		return nil, err
+	}
+	generated := podTemplate(server, cache)
+	template, err := patchPodTemplate(generated, server.Spec.PodTemplate)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPatchedPodTemplate(generated, template); err != nil {
+		return nil, err
+	}
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "StatefulSet"},
+		ObjectMeta: objectMeta(server, server.Name),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:                             new(server.GetReplicas()),
+			Selector:                             &metav1.LabelSelector{MatchLabels: SelectorLabels(server)},
+			ServiceName:                          HeadlessServiceName(server),
+			PodManagementPolicy:                  appsv1.ParallelPodManagement,
+			Template:                             *template,
+			VolumeClaimTemplates:                 cache.claimTemplates(server),
+			PersistentVolumeClaimRetentionPolicy: cache.claimRetention(),
+		},
+	}, nil
+}
+
+// podTemplate is the generated pod template, before spec.podTemplate.
+func podTemplate(server *embedopsv1.EmbeddingServer, cache *Cache) *corev1.PodTemplateSpec {
+	spec := server.Spec
+	var pullSecrets []corev1.LocalObjectReference
+	if len(spec.ImagePullSecrets) > 0 {
+		pullSecrets = append(pullSecrets, spec.ImagePullSecrets...)
+	}
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      Labels(server),
+			Annotations: map[string]string{defaultContainerAnnotation: ContainerName},
+		},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: spec.ServiceAccountName,
+			ImagePullSecrets:   pullSecrets,
+			// Service links would put <SERVICE>_PORT variables in the
+			// environment, which TEI reads as its own flags (a Service named
+			// "prometheus" sets PROMETHEUS_PORT).
+			EnableServiceLinks: new(false),
+			SecurityContext:    podSecurityContext(),
+			Containers:         []corev1.Container{container(server, cache)},
+			Volumes:            cache.podVolumes(),
+		},
+	}
+}
+
+// container is the TEI container.
+func container(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Container {
+	spec := server.Spec
+	image := spec.Image
+	if image == "" {
+		image = embedopsv1.DefaultImage
+	}
+	return corev1.Container{
+		Name:            ContainerName,
+		Image:           image,
+		ImagePullPolicy: spec.ImagePullPolicy,
+		Args:            args(server),
+		Env:             env(server),
+		Ports: []corev1.ContainerPort{{
+			Name:          PortName,
+			ContainerPort: port(server),
+			Protocol:      corev1.ProtocolTCP,
+		}},
+		Resources:       *spec.Resources.DeepCopy(),
+		VolumeMounts:    []corev1.VolumeMount{cache.volumeMount()},
+		StartupProbe:    probe(startupPeriodSeconds, startupFailureThreshold),
+		ReadinessProbe:  probe(readinessPeriodSeconds, readinessFailureThreshold),
+		LivenessProbe:   probe(livenessPeriodSeconds, livenessFailureThreshold),
+		SecurityContext: containerSecurityContext(),
+	}
+}
+
+// managedFlags are the TEI flags the builder sets; spec.args may not.
+var managedFlags = []string{"--model-id", "--revision", "--port", "--hostname"}
+
+// args are TEI's arguments: the managed flags, in managedFlags order, then
+// spec.args.
+func args(server *embedopsv1.EmbeddingServer) []string {
+	revision := server.Spec.Model.Revision
+	if revision == "" {
+		revision = defaultRevision
+	}
+	values := []string{server.Spec.Model.Name, revision, fmt.Sprint(port(server)), "0.0.0.0"}
+	out := make([]string, 0, len(values)+len(server.Spec.Args))
+	for i, flag := range managedFlags {
+		out = append(out, flag+"="+values[i])
+	}
+	return append(out, server.Spec.Args...)
+}
+
+// Environment variables the builder sets.
+const (
+	hubCacheEnv = "HUGGINGFACE_HUB_CACHE"
+	tokenEnv    = "HF_TOKEN"
+	apiTokenEnv = "HF_API_TOKEN"
+)
+
+// managedEnv are the variables that locate the cache or carry the token; a
+// pod template patch may not change them. The cache location has three
+// names in the HuggingFace libraries.
+var managedEnv = []string{hubCacheEnv, "HF_HUB_CACHE", "HF_HOME", tokenEnv, apiTokenEnv}
+
+// env is TEI's environment: the cache location, the token from its Secret
+// (never its value) and then spec.env.
+func env(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
+	out := []corev1.EnvVar{{Name: hubCacheEnv, Value: CacheMountPath}}
+	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
+		for _, name := range []string{tokenEnv, apiTokenEnv} {
+			out = append(out, corev1.EnvVar{
+				Name: name,
+				ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
+					Key:                  ref.Key,
+				}},
+			})
+		}
+	}
+	for i := range server.Spec.Env {
+		out = append(out, *server.Spec.Env[i].DeepCopy())
+	}
+	return out
+}
+
+// port is the TEI port.
+func port(server *embedopsv1.EmbeddingServer) int32 {
+	if server.Spec.Port == 0 {
+		return defaultPort
+	}
+	return server.Spec.Port
+}
+
+// probe is an HTTP GET of healthPath on the container port.
+func probe(periodSeconds, failureThreshold int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path:   healthPath,
+			Port:   intstr.FromString(PortName),
+			Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds:    periodSeconds,
+		TimeoutSeconds:   probeTimeoutSeconds,
+		SuccessThreshold: 1,
+		FailureThreshold: failureThreshold,
+	}
+}
+
+// podSecurityContext meets the restricted Pod Security Standard.
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot: new(true),
+		RunAsUser:    new(runAsID),
+		RunAsGroup:   new(runAsID),
+		FSGroup:      new(runAsID),
+		// Changing ownership only on a mismatch keeps restarts fast on a
+		// cache holding tens of GiB.
+		FSGroupChangePolicy: new(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// containerSecurityContext meets the restricted Pod Security Standard.
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             new(true),
+		AllowPrivilegeEscalation: new(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}

@@ -165,7 +165,7 @@ type CacheSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +optional
-	RetainFor metav1.Duration `json:"retainFor,omitempty"`
+	RetainFor *metav1.Duration `json:"retainFor,omitempty"`
 }
 
 // CacheMode is how a server's model cache is stored.

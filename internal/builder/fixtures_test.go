@@ -31,7 +31,7 @@ func server(name string, options ...serverOption) *embedopsv1.EmbeddingServer {
 			Cache: embedopsv1.CacheSpec{
 				Mode:      embedopsv1.CacheModePerReplica,
 				Size:      resource.MustParse("10Gi"),
-				RetainFor: metav1.Duration{Duration: 24 * time.Hour},
+				RetainFor: &metav1.Duration{Duration: 24 * time.Hour},
 			},
 		},
 	}

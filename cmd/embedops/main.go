@@ -11,6 +11,6 @@ import (
 func main() {
 	if err := cli.NewRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "embedops:", err)
-		os.Exit(2)
+		os.Exit(cli.ExitUsage)
 	}
 }

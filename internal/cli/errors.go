@@ -1,0 +1,25 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ExitUsage is the exit status for usage and I/O errors.
+const ExitUsage = 2
+
+// usageError marks an error the user made on the command line.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// IsUsageError reports whether err is a command-line mistake.
+func IsUsageError(err error) bool {
+	var usage *usageError
+	return errors.As(err, &usage)
+}

@@ -44,7 +44,7 @@ vet: ## Run go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-serial-runners ./...
 
 .PHONY: verify
 verify: manifests generate fmt ## Fail when generation or formatting changes the tree.

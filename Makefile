@@ -55,6 +55,7 @@ verify-tree:
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "verify: the tree changed after generation:"; git status --porcelain; git --no-pager diff --stat; exit 1; \
 	fi
+	@echo "verify: generated files and formatting are up to date"
 
 .PHONY: test
 test: tools manifests generate fmt vet lint ## Build missing tools, then run every test (with CI set, also verify the tree).

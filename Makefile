@@ -15,6 +15,10 @@ KUBE_TOOLS := kube-apiserver kube-controller-manager kube-scheduler
 KWOK_TOOLS := kwok kwokctl
 FLUX_TOOLS := source-controller kustomize-controller
 TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) controller-gen golangci-lint
+# Third-party CRDs the provenance tests install: Flux's from the Flux tools
+# module, Argo CD's from its module (Argo CD itself is not built).
+ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
+CRDS := crds/flux crds/argocd
 COLD_BUILD_NOTE := a cold build of all tools takes about 12 minutes on 2 cores
 
 ##@ General
@@ -35,8 +39,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy methods.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: fmt
-fmt: ## Run gofmt.
-	gofmt -l -w $$(git ls-files '*.go' | grep -v '^test/tools/')
+fmt: $(GOLANGCI_LINT) ## Run gofmt and goimports (local imports grouped last).
+	$(GOLANGCI_LINT) fmt ./...
 
 .PHONY: vet
 vet: ## Run go vet.
@@ -78,7 +82,7 @@ run: manifests ## Run the controller against the current kubeconfig.
 ##@ Tools
 
 .PHONY: tools
-tools: $(addprefix $(BIN)/,$(TOOLS)) ## Build the missing test binaries into ./bin.
+tools: $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) ## Build the missing test binaries into ./bin.
 
 define build-tool
 	@echo "tools: building $(notdir $@) from test/tools/$(1) ($(COLD_BUILD_NOTE))"
@@ -103,6 +107,20 @@ $(CONTROLLER_GEN): test/tools/codegen/go.mod test/tools/codegen/go.sum
 
 $(GOLANGCI_LINT): test/tools/lint/go.mod test/tools/lint/go.sum
 	$(call build-tool,lint,github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
+
+$(BIN)/crds/flux: test/tools/flux/go.mod
+	@mkdir -p $@.tmp
+	for module in github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller; do \
+		dir=$$(cd test/tools/flux && go list -m -f '{{.Dir}}' $$module); \
+		install -m 0644 $$dir/config/crd/bases/*.yaml $@.tmp/; \
+	done
+	mv $@.tmp $@
+
+$(BIN)/crds/argocd:
+	@mkdir -p $@.tmp
+	dir=$$(go mod download -json $(ARGOCD_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+		install -m 0644 $$dir/manifests/crds/*-crd.yaml $@.tmp/
+	mv $@.tmp $@
 
 .PHONY: clean-tools
 clean-tools: ## Remove the built test binaries.

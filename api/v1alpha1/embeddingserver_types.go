@@ -157,7 +157,7 @@ type CacheSpec struct {
 	// +kubebuilder:default="10Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="cache.size must be greater than zero"
 	// +optional
-	Size resource.Quantity `json:"size,omitempty"`
+	Size *resource.Quantity `json:"size,omitempty"`
 
 	// RetainFor is how long cached data outlives its last user; 0s releases
 	// it as soon as no server uses it.

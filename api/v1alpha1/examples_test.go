@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -75,7 +76,9 @@ func expectDefaults(g *WithT, server *embedopsv1.EmbeddingServer) {
 	g.Expect(spec.Port).To(Equal(int32(8080)))
 	g.Expect(spec.Replicas).NotTo(BeNil())
 	g.Expect(spec.Cache.Mode).To(BeElementOf(embedopsv1.CacheModePerReplica, embedopsv1.CacheModeShared))
+	g.Expect(spec.Cache.Size).NotTo(BeNil())
 	g.Expect(spec.Cache.Size.Sign()).To(Equal(1))
+	g.Expect(spec.Cache.RetainFor).NotTo(BeNil())
 	g.Expect(spec.Cache.RetainFor.Duration).To(BeNumerically(">", 0))
 }
 
@@ -94,4 +97,17 @@ func TestMinimalServerGetsEveryDefault(t *testing.T) {
 	g.Expect(server.Spec.Cache.Mode).To(Equal(embedopsv1.CacheModePerReplica))
 	g.Expect(server.Spec.Cache.Size.Cmp(resource.MustParse("10Gi"))).To(Equal(0))
 	g.Expect(server.Spec.Cache.RetainFor.Duration.String()).To(Equal("24h0m0s"))
+}
+
+// TestTypedClientGetsEveryDefault creates a server from Go with only the
+// model set: zero values the Go types send must not defeat schema defaults.
+func TestTypedClientGetsEveryDefault(t *testing.T) {
+	g := NewWithT(t)
+	server := &embedopsv1.EmbeddingServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "typed", Namespace: harness.Namespace(t, env.Client)},
+		Spec:       embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: "BAAI/bge-small-en-v1.5"}},
+	}
+	g.Expect(env.Client.Create(t.Context(), server)).To(Succeed())
+	expectDefaults(g, server)
+	g.Expect(server.Spec.Cache.Mode).To(Equal(embedopsv1.CacheModePerReplica))
 }

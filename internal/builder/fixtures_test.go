@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
@@ -30,7 +31,7 @@ func server(name string, options ...serverOption) *embedopsv1.EmbeddingServer {
 			Replicas: new(int32(1)),
 			Cache: embedopsv1.CacheSpec{
 				Mode:      embedopsv1.CacheModePerReplica,
-				Size:      resource.MustParse("10Gi"),
+				Size:      ptr.To(resource.MustParse("10Gi")),
 				RetainFor: &metav1.Duration{Duration: 24 * time.Hour},
 			},
 		},
@@ -85,7 +86,7 @@ func withResources(requests, limits corev1.ResourceList) serverOption {
 func withCacheSpec(mode embedopsv1.CacheMode, storageClass, size string) serverOption {
 	return func(s *embedopsv1.EmbeddingServer) {
 		s.Spec.Cache.Mode, s.Spec.Cache.StorageClassName = mode, storageClass
-		s.Spec.Cache.Size = resource.MustParse(size)
+		s.Spec.Cache.Size = ptr.To(resource.MustParse(size))
 	}
 }
 

@@ -130,9 +130,10 @@ func sharingDomain(mode embedopsv1.CacheMode, namespace, name string) (string, e
 
 // cacheSize defaults an absent size, checks it, and returns it in the form a
 // binding records.
-func cacheSize(size resource.Quantity) (resource.Quantity, error) {
-	if size.Format == "" && size.IsZero() {
-		size = resource.MustParse(DefaultSize)
+func cacheSize(requested *resource.Quantity) (resource.Quantity, error) {
+	size := resource.MustParse(DefaultSize)
+	if requested != nil {
+		size = *requested
 	}
 	if err := sizeInRange(size); err != nil {
 		return resource.Quantity{}, fmt.Errorf("spec.cache.size: %w", err)

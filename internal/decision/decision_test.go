@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
@@ -34,7 +35,7 @@ func withDefaults(es *embedopsv1.EmbeddingServer) {
 	es.Spec.Port = 8080
 	es.Spec.Replicas = new(int32(1))
 	es.Spec.Cache.Mode = embedopsv1.CacheModePerReplica
-	es.Spec.Cache.Size = resource.MustParse("10Gi")
+	es.Spec.Cache.Size = ptr.To(resource.MustParse("10Gi"))
 	es.Spec.Cache.RetainFor = &metav1.Duration{Duration: 24 * time.Hour}
 }
 
@@ -63,7 +64,7 @@ func withStorageClass(class string) func(*embedopsv1.EmbeddingServer) {
 }
 
 func withSize(size string) func(*embedopsv1.EmbeddingServer) {
-	return func(es *embedopsv1.EmbeddingServer) { es.Spec.Cache.Size = resource.MustParse(size) }
+	return func(es *embedopsv1.EmbeddingServer) { es.Spec.Cache.Size = ptr.To(resource.MustParse(size)) }
 }
 
 func withRetainFor(d time.Duration) func(*embedopsv1.EmbeddingServer) {

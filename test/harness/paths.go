@@ -35,7 +35,7 @@ func isModuleRoot(dir string) bool {
 	return len(data) >= len(moduleLine) && string(data[:len(moduleLine)]) == moduleLine
 }
 
-// Binary returns the path of a test binary in ./bin, or an error that names
+// Binary returns the path of a test binary (or CRD directory) in ./bin, or an error that names
 // the command building it.
 func Binary(root, name string) (string, error) {
 	path := filepath.Join(root, "bin", name)
@@ -43,4 +43,22 @@ func Binary(root, name string) (string, error) {
 		return "", fmt.Errorf("test binary %s is missing: run 'make tools' first: %w", name, err)
 	}
 	return path, nil
+}
+
+// ThirdPartyCRDPaths returns the Flux and Argo CD CRD directories that
+// `make tools` copies into ./bin/crds.
+func ThirdPartyCRDPaths() ([]string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, name := range []string{"crds/flux", "crds/argocd"} {
+		path, err := Binary(root, name)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
 }

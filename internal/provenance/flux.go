@@ -1,0 +1,96 @@
+package provenance
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// Flux labels set by kustomize-controller on what it applies.
+const (
+	FluxNameLabel      = "kustomize.toolkit.fluxcd.io/name"
+	FluxNamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+)
+
+var kustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+
+// flux follows the kustomize-controller labels to the Kustomization. Its
+// lastAttemptedRevision is set before apply, so it is the revision being
+// applied even while the apply is under way.
+func (r *Resolver) flux(ctx context.Context, obj client.Object) (embedopsv1.DecisionSource, bool, error) {
+	labels := obj.GetLabels()
+	name, namespace := labels[FluxNameLabel], labels[FluxNamespaceLabel]
+	if name == "" || namespace == "" {
+		return embedopsv1.DecisionSource{}, false, nil
+	}
+	ks, found, err := r.getOptional(ctx, kustomizationGVK, types.NamespacedName{Namespace: namespace, Name: name})
+	if err != nil || !found {
+		return embedopsv1.DecisionSource{}, false, err
+	}
+	attempted, _, _ := unstructured.NestedString(ks.Object, "status", "lastAttemptedRevision")
+	applied, _, _ := unstructured.NestedString(ks.Object, "status", "lastAppliedRevision")
+	if !inFluxInventory(ks, obj) {
+		if attempted != "" && attempted != applied {
+			return embedopsv1.DecisionSource{}, false, fmt.Errorf("kustomization %s/%s at %s: %w", namespace, name, attempted, ErrSourcePending)
+		}
+		// Applied and still not in the inventory: the labels were copied.
+		return embedopsv1.DecisionSource{}, false, nil
+	}
+	return r.fluxSource(ctx, ks, attempted)
+}
+
+// fluxSource fills the source from the Kustomization and its source object.
+func (r *Resolver) fluxSource(ctx context.Context, ks *unstructured.Unstructured, revision string) (embedopsv1.DecisionSource, bool, error) {
+	rev, err := ParseRevision(revision)
+	if err != nil {
+		return embedopsv1.DecisionSource{}, false, fmt.Errorf("kustomization %s/%s: %w", ks.GetNamespace(), ks.GetName(), err)
+	}
+	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
+	repository, err := r.fluxRepositoryURL(ctx, ks)
+	if err != nil {
+		return embedopsv1.DecisionSource{}, false, err
+	}
+	return embedopsv1.DecisionSource{
+		Method: embedopsv1.SourceFlux, Revision: revision, Commit: rev.Commit(),
+		Repository: repository, Path: path, ObjectRef: objectRef(ks),
+	}, true, nil
+}
+
+// fluxRepositoryURL reads spec.url of the Kustomization's GitRepository; an
+// absent source leaves the URL empty rather than failing.
+func (r *Resolver) fluxRepositoryURL(ctx context.Context, ks *unstructured.Unstructured) (string, error) {
+	kind, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "kind")
+	name, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "name")
+	namespace, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "namespace")
+	if kind != "GitRepository" || name == "" {
+		return "", nil
+	}
+	if namespace == "" {
+		namespace = ks.GetNamespace()
+	}
+	gvk := schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: kind}
+	repo, found, err := r.getOptional(ctx, gvk, types.NamespacedName{Namespace: namespace, Name: name})
+	if err != nil || !found {
+		return "", err
+	}
+	url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
+	return url, nil
+}
+
+// inFluxInventory reports whether the Kustomization's inventory lists obj.
+func inFluxInventory(ks *unstructured.Unstructured, obj client.Object) bool {
+	entries, _, _ := unstructured.NestedSlice(ks.Object, "status", "inventory", "entries")
+	want := obj.GetNamespace() + "_" + obj.GetName() + "_" + embedopsv1.GroupVersion.Group + "_" + embedopsv1.EmbeddingServerKind
+	for _, entry := range entries {
+		if fields, ok := entry.(map[string]any); ok && fields["id"] == want {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,94 @@
+package provenance_test
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/provenance"
+	"github.com/embedops/embedops/test/harness"
+)
+
+const repoURL = "http://127.0.0.1:9999/models.git"
+
+// fluxFixture creates a GitRepository and a Kustomization named "apps" and
+// sets the Kustomization's status.
+func fluxFixture(t *testing.T, c client.Client, namespace string, status map[string]any) {
+	t.Helper()
+	g := NewWithT(t)
+	repo := object("source.toolkit.fluxcd.io/v1", "GitRepository", namespace, "models", map[string]any{
+		"spec": map[string]any{"interval": "1m", "url": repoURL},
+	})
+	g.Expect(c.Create(t.Context(), repo)).To(Succeed())
+	ks := object("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps", map[string]any{
+		"spec": map[string]any{"interval": "1m", "path": "./clusters/dev", "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "models"}},
+	})
+	g.Expect(c.Create(t.Context(), ks)).To(Succeed())
+	ks.Object["status"] = status
+	g.Expect(c.Status().Update(t.Context(), ks)).To(Succeed())
+}
+
+func fluxLabels(namespace string) map[string]string {
+	return map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
+}
+
+func inventory(namespace string) map[string]any {
+	return map[string]any{"entries": []any{
+		map[string]any{"id": namespace + "_bge_embedops.dev_EmbeddingServer", "v": "v1alpha1"},
+	}}
+}
+
+func TestResolveFlux(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	revision := "main@sha1:" + sha1Hex
+	fluxFixture(t, env.Client, namespace, map[string]any{
+		"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": inventory(namespace),
+	})
+	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
+
+	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(source).To(Equal(embedopsv1.DecisionSource{
+		Method: embedopsv1.SourceFlux, Revision: revision, Commit: sha1Hex, Repository: repoURL, Path: "./clusters/dev",
+		ObjectRef: &embedopsv1.SourceObjectReference{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: namespace, Name: "apps"},
+		DecidedAt: decidedAt,
+	}))
+}
+
+func TestResolveFluxTakesTheRevisionBeingApplied(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	newer := "main@sha1:" + sha1Hex
+	fluxFixture(t, env.Client, namespace, map[string]any{
+		"lastAttemptedRevision": newer, "lastAppliedRevision": "main@sha1:" + strings.Repeat("1", 40),
+		"inventory": inventory(namespace),
+	})
+	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
+	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(source.Revision).To(Equal(newer), "lastAttemptedRevision is set before apply")
+}
+
+func TestResolveFluxWaitsForAFirstApply(t *testing.T) {
+	namespace := harness.Namespace(t, env.Client)
+	fluxFixture(t, env.Client, namespace, map[string]any{"lastAttemptedRevision": "main@sha1:" + sha1Hex})
+	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
+	_, err := resolver(env.Client).Resolve(t.Context(), es)
+	NewWithT(t).Expect(err).To(MatchError(provenance.ErrSourcePending))
+}
+
+func TestResolveFluxIgnoresCopiedLabels(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	revision := "main@sha1:" + sha1Hex
+	fluxFixture(t, env.Client, namespace, map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision})
+	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
+	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(source.Method).To(Equal(embedopsv1.SourceUnknown), "an applied Kustomization whose inventory lacks the object did not apply it")
+}

@@ -15,7 +15,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newDecideCommand())
+	root.AddCommand(newVersionCommand(), newDecideCommand(), newPopulateCommand())
 	return root
 }
 

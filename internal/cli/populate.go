@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/embedops/embedops/internal/populate"
+)
+
+// maxTerminationMessage is the most Kubernetes keeps of a termination message.
+const maxTerminationMessage = 4096
+
+// populateOptions are the flags of `embedops populate`.
+type populateOptions struct {
+	model          string
+	revision       string
+	dir            string
+	output         string
+	terminationLog string
+}
+
+// terminationMessage is what a failed run leaves in the termination log.
+type terminationMessage struct {
+	Error string `json:"error"`
+}
+
+func newPopulateCommand() *cobra.Command {
+	opts := populateOptions{}
+	cmd := &cobra.Command{
+		Use:   "populate --model MODEL --dir DIR",
+		Short: "Download a model from the HuggingFace hub into a TEI cache directory",
+		Long: "populate downloads a model repository at a revision into DIR in the cache layout TEI reads\n" +
+			"(HUGGINGFACE_HUB_CACHE), verifying every file against the hub's listing. A complete snapshot is\n" +
+			"verified from disk, not downloaded again; an interrupted download resumes; when the hub is\n" +
+			"unreachable a complete cache still succeeds. The hub is $" + populate.EnvEndpoint + " (default " + populate.DefaultEndpoint + ")\n" +
+			"and its token $" + populate.EnvToken + ". It prints the resolved commit, the content digest, and the number\n" +
+			"of files and bytes, and writes the same JSON to --termination-log (or {\"error\": ...} on failure).\n" +
+			"Progress goes to standard error.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPopulate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), os.Getenv, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.model, "model", "", "hub model id, org/name")
+	cmd.Flags().StringVar(&opts.revision, "revision", populate.DefaultRevision, "branch, tag or commit id")
+	cmd.Flags().StringVar(&opts.dir, "dir", "", "cache directory (HUGGINGFACE_HUB_CACHE)")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", outputJSON, "output format: json or yaml")
+	cmd.Flags().StringVar(&opts.terminationLog, "termination-log", "", "also write the result as JSON to this file (a pod's terminationMessagePath)")
+	_ = cmd.MarkFlagRequired("model")
+	_ = cmd.MarkFlagRequired("dir")
+	return cmd
+}
+
+func runPopulate(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string, opts populateOptions) error {
+	if opts.output != outputYAML && opts.output != outputJSON {
+		return usageErrorf("unknown output format %q: use json or yaml", opts.output)
+	}
+	result, err := populate.Run(ctx, populate.Options{
+		Model:    opts.model,
+		Revision: opts.revision,
+		Dir:      opts.dir,
+		Endpoint: getenv(populate.EnvEndpoint),
+		Token:    getenv(populate.EnvToken),
+		Log:      slog.New(slog.NewTextHandler(stderr, nil)),
+	})
+	if err != nil {
+		if opts.terminationLog != "" {
+			if logErr := writeTerminationLog(opts.terminationLog, failureMessage(err)); logErr != nil {
+				fmt.Fprintln(stderr, logErr)
+			}
+		}
+		return err
+	}
+	if opts.terminationLog != "" {
+		data, err := json.Marshal(result)
+		if err != nil {
+			return fmt.Errorf("encoding the result: %w", err)
+		}
+		if err := writeTerminationLog(opts.terminationLog, data); err != nil {
+			return err
+		}
+	}
+	return printStructured(stdout, opts.output, result)
+}
+
+// failureMessage encodes err for the termination log, shortened to fit.
+func failureMessage(err error) []byte {
+	message := []rune(err.Error())
+	for {
+		data, _ := json.Marshal(terminationMessage{Error: string(message)})
+		if len(data) <= maxTerminationMessage {
+			return data
+		}
+		message = message[:len(message)*3/4]
+	}
+}
+
+func writeTerminationLog(path string, data []byte) error {
+	if len(data) > maxTerminationMessage {
+		return fmt.Errorf("the termination message has %d bytes, more than %d", len(data), maxTerminationMessage)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("writing the termination log: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/embedops/embedops/internal/populate"
+	"github.com/embedops/embedops/internal/populate/hubtest"
+)
+
+// populated is populate's output, decoded strictly.
+type populated struct {
+	ResolvedCommit string `json:"resolvedCommit"`
+	ContentDigest  string `json:"contentDigest"`
+	Files          int    `json:"files"`
+	Bytes          int64  `json:"bytes"`
+}
+
+func decodeStrict(g Gomega, data []byte) populated {
+	var p populated
+	decoder := json.NewDecoder(bytes.NewReader(data))
+	decoder.DisallowUnknownFields()
+	g.Expect(decoder.Decode(&p)).To(Succeed())
+	return p
+}
+
+// standInHub serves model org/m on main and points HF_ENDPOINT at it.
+func standInHub(t *testing.T) (*hubtest.Hub, string, []hubtest.File) {
+	files := []hubtest.File{
+		{Name: "config.json", Data: []byte(`{"model_type": "bert"}`)},
+		{Name: "1_Pooling/config.json", Data: []byte(`{"pooling_mode_cls_token": true}`)},
+		{Name: "model.safetensors", Data: bytes.Repeat([]byte("weights!"), 4096), LFS: true},
+	}
+	hub := hubtest.New(t)
+	commit := hub.AddCommit("org/m", "main", files...)
+	t.Setenv(populate.EnvEndpoint, hub.URL)
+	t.Setenv(populate.EnvToken, "hf_cli_secret")
+	return hub, commit, files
+}
+
+func TestPopulatePrintsAndRecordsTheResult(t *testing.T) {
+	g := NewWithT(t)
+	hub, commit, files := standInHub(t)
+	dir := t.TempDir()
+	terminationLog := filepath.Join(t.TempDir(), "termination-log")
+
+	out, errOut, err := runCLI("", "populate", "--model", "org/m", "--revision", "main", "--dir", dir,
+		"-o", "json", "--termination-log", terminationLog)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	printed := decodeStrict(g, []byte(out))
+	g.Expect(printed.ResolvedCommit).To(Equal(commit))
+	g.Expect(printed.ContentDigest).To(MatchRegexp(`^sha256:[0-9a-f]{64}$`))
+	g.Expect(printed.Files).To(Equal(len(files)))
+	var size int64
+	for _, f := range files {
+		size += int64(len(f.Data))
+	}
+	g.Expect(printed.Bytes).To(Equal(size))
+
+	logged, err := os.ReadFile(terminationLog)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(logged)).To(BeNumerically("<", 4096))
+	g.Expect(decodeStrict(g, logged)).To(Equal(printed))
+
+	g.Expect(errOut).To(ContainSubstring(`msg="resolved revision"`), "progress goes to standard error")
+	g.Expect(errOut).NotTo(ContainSubstring("hf_cli_secret"))
+	g.Expect(filepath.Join(dir, "models--org--m", "snapshots", commit, "1_Pooling", "config.json")).To(BeAnExistingFile())
+	for _, r := range hub.Requests() {
+		if r.Query == "blobs=true" {
+			g.Expect(r.Authorization).To(Equal("Bearer hf_cli_secret"), "the token comes from HF_TOKEN")
+		}
+	}
+}
+
+func TestPopulateRecordsAFailureInTheTerminationLog(t *testing.T) {
+	g := NewWithT(t)
+	standInHub(t)
+	terminationLog := filepath.Join(t.TempDir(), "termination-log")
+
+	out, _, err := runCLI("", "populate", "--model", "org/missing", "--dir", t.TempDir(), "--termination-log", terminationLog)
+
+	g.Expect(err).To(MatchError(populate.ErrNotFound))
+	g.Expect(out).To(BeEmpty())
+	logged, readErr := os.ReadFile(terminationLog)
+	g.Expect(readErr).NotTo(HaveOccurred())
+	var message struct {
+		Error string `json:"error"`
+	}
+	g.Expect(json.Unmarshal(logged, &message)).To(Succeed())
+	g.Expect(message.Error).To(Equal(err.Error()))
+}
+
+func TestPopulateKeepsLongFailuresUnderTheLimit(t *testing.T) {
+	g := NewWithT(t)
+	// Quotes and angle brackets grow when escaped, so the cut is made on the encoding.
+	err := errors.New(strings.Repeat(`"<é>`, 5000))
+
+	data := failureMessage(err)
+
+	g.Expect(len(data)).To(BeNumerically("<=", maxTerminationMessage))
+	g.Expect(len(data)).To(BeNumerically(">", maxTerminationMessage/2))
+	var message struct {
+		Error string `json:"error"`
+	}
+	g.Expect(json.Unmarshal(data, &message)).To(Succeed())
+	g.Expect(err.Error()).To(HavePrefix(message.Error))
+}
+
+func TestPopulateReportsBadInput(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		message string
+		usage   bool
+	}{
+		{"no model", []string{"populate", "--dir", "d"}, `required flag(s) "model" not set`, false},
+		{"no directory", []string{"populate", "--model", "org/m"}, `required flag(s) "dir" not set`, false},
+		{"unknown format", []string{"populate", "--model", "org/m", "--dir", "d", "-o", "xml"}, `unknown output format "xml"`, true},
+		{"invalid model", []string{"populate", "--model", "../m", "--dir", "d"}, `invalid model "../m"`, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			standInHub(t) // should a check regress, no request leaves loopback
+			_, _, err := runCLI("", tc.args...)
+			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
+			g.Expect(IsUsageError(err)).To(Equal(tc.usage))
+		})
+	}
+}

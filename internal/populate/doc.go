@@ -1,0 +1,86 @@
+// Package populate downloads a model repository from the HuggingFace hub into
+// the cache layout that Text Embeddings Inference and the HuggingFace
+// libraries read, so a server starts from a warm cache. It runs in init
+// containers and Jobs (`embedops populate`).
+//
+// # Hub API
+//
+// The endpoint comes from HF_ENDPOINT (default DefaultEndpoint) and the token
+// from HF_TOKEN, sent as "Authorization: Bearer" and never logged. Two calls
+// are used:
+//
+//	GET {endpoint}/api/models/{model}/revision/{revision}?blobs=true
+//	GET {endpoint}/{model}/resolve/{commit}/{file}
+//
+// The first resolves the revision to a commit ("sha") and lists the files
+// ("siblings"), each with "size", "blobId" (the git blob id) and, for LFS
+// files, "lfs": {"sha256", "size"}. Files are then fetched by commit, so a
+// branch that moves during a download cannot mix two commits.
+//
+// Assumption: the listing is the source of truth for names, sizes and
+// digests. ETag and X-Linked-Etag headers are not consulted, because after
+// the hub's redirect to its CDN the final response's headers describe the CDN
+// object, not the file. The listing's values equal the ETags the hub announces
+// (the sha256 for LFS files, the git blob id otherwise), which are what other
+// HuggingFace clients name blobs by, so they share the blobs written here.
+//
+// # Verification
+//
+// An LFS file must have the listed size and sha256. Any other file must have
+// the listed size and git blob id (sha1 over "blob <size>\x00" and the
+// content); its sha256 is computed while it is read and recorded. A file is
+// written to blobs/<blob>.incomplete and renamed into place only once it
+// verifies. A resumed download (an HTTP Range request from the length of the
+// .incomplete file) that fails verification is restarted once from zero; a
+// fresh download that fails is refused with ErrCorrupt and removed. Blobs
+// already in place are verified again on every run, and replaced if damaged.
+//
+// # Cache layout
+//
+// Under the cache directory (HUGGINGFACE_HUB_CACHE), for model "org/name"
+// (a model without an org is "models--name"):
+//
+//	models--org--name/blobs/<blob>                   file content; <blob> is the lfs sha256 or the git blob id
+//	models--org--name/blobs/<blob>.incomplete        a download in progress, resumed on the next run
+//	models--org--name/snapshots/<commit>/<file>      relative symlink to ../../blobs/<blob> (one more ../ per subfolder)
+//	models--org--name/refs/<revision>                the commit, also for a commit revision (TEI's hf-hub reads it)
+//	models--org--name/.embedops/<commit>.json        manifest: names, blobs, sizes, sha256s and the content digest
+//	.locks/models--org--name/<blob>.lock             advisory lock held while a blob is written
+//
+// Links, refs and manifests are replaced atomically, by a rename from a
+// uniquely named temporary file. The manifest is written last and marks a
+// snapshot complete. The HuggingFace
+// libraries ignore it; populate needs it to serve a run without the hub,
+// because a snapshot directory alone cannot tell a finished download from an
+// interrupted one. The lock files use the path the HuggingFace Python library
+// locks, so concurrent populators sharing a volume (cache mode Shared) wait
+// for each other instead of writing the same .incomplete file; where locking
+// is unsupported a warning is logged and verification still guards the
+// result.
+//
+// # Resuming without the hub
+//
+// A revision that is a full commit id whose snapshot is complete on disk is
+// verified and returned without contacting the hub. Otherwise the hub is
+// asked first; when it stays unreachable (network errors, 429 or 5xx after
+// the bounded retries) the commit is read from refs/<revision> (or is the
+// revision itself) and the snapshot is verified from disk against its
+// manifest. A refusal (401, 403) or a 404 from the hub is final and never
+// answered from the cache.
+//
+// # Content digest, version 1
+//
+// The content digest is "sha256:" followed by the lowercase hex SHA-256 of an
+// encoding made of netstrings ("<decimal byte length>:<bytes>,"), as in
+// package decision:
+//
+//	netstring("embedops.dev/content/v1")
+//	netstring(decimal number of files)
+//	for each file, sorted by name (bytewise):
+//	    netstring(name)    the path in the repository, "/"-separated
+//	    netstring(sha256)  64 lowercase hex digits of the file's content
+//
+// It depends on the files' names and contents only: not on the hub's listing
+// order, on LFS or not, or on the commit. Changing the encoding changes every
+// recorded digest: bump the version in the tag instead of editing version 1.
+package populate

@@ -1,0 +1,426 @@
+// Package hubtest serves a stand-in for the HuggingFace hub on loopback, for
+// tests of package populate and of the commands that use it. It answers like
+// the public hub:
+//
+//   - GET /api/models/{org}/{name}/revision/{rev}[?blobs=true] lists a
+//     commit's files ("sha", "siblings"); with blobs=true each sibling carries
+//     "size" and "blobId", and LFS files "lfs": {"sha256", "size", "pointerSize"}.
+//   - GET /api/models/{org}/{name} answers whether a model exists.
+//   - GET /{org}/{name}/resolve/{rev}/{file} serves a file: regular files
+//     directly with their git blob id as ETag, LFS files by a 302 redirect to
+//     a CDN path, with X-Linked-Etag and X-Linked-Size. Range requests are
+//     honoured.
+//   - Errors carry X-Error-Code (RepoNotFound, RevisionNotFound,
+//     EntryNotFound, GatedRepo) and a JSON {"error": ...} body. An unknown
+//     model is a 401 to an anonymous request and a 404 to one with a token, as
+//     on the public hub, which hides whether private models exist.
+//
+// Only "org/name" model ids are served. Faults (failures, corrupted or cut-off
+// bodies) are injected per path prefix or per file name.
+package hubtest
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// File is one file of a stand-in model repository.
+type File struct {
+	// Name is the path in the repository, "/"-separated.
+	Name string
+	// Data is the file's content.
+	Data []byte
+	// LFS stores the file with git LFS: listed with its sha256 and served
+	// through a redirect.
+	LFS bool
+}
+
+// Request is a request the hub received.
+type Request struct {
+	Method        string
+	Path          string
+	Query         string
+	Range         string
+	Authorization string
+}
+
+// Hub is a stand-in HuggingFace hub on loopback. Its methods are safe to call
+// while it serves.
+type Hub struct {
+	// URL is the hub's base URL, for HF_ENDPOINT.
+	URL string
+
+	server *httptest.Server
+
+	mu             sync.Mutex
+	models         map[string]*model
+	blobs          map[string][]byte // LFS content by sha256, for the CDN path
+	token          string
+	omitErrorCodes bool
+	requests       []Request
+	failures       []failure
+	corrupt        map[string]bool
+	truncate       map[string]int
+}
+
+// model is one repository: its commits and the branches that name them.
+type model struct {
+	commits  map[string][]File
+	branches map[string]string
+	gated    bool
+}
+
+// failure answers the next times requests under a path prefix with status.
+type failure struct {
+	prefix string
+	status int
+	times  int
+}
+
+// New starts a hub with no models; it stops when the test ends.
+func New(t testing.TB) *Hub {
+	h := &Hub{
+		models:   map[string]*model{},
+		blobs:    map[string][]byte{},
+		corrupt:  map[string]bool{},
+		truncate: map[string]int{},
+	}
+	h.server = httptest.NewServer(h)
+	h.URL = h.server.URL
+	t.Cleanup(h.server.Close)
+	return h
+}
+
+// Close stops the hub: later requests fail to connect.
+func (h *Hub) Close() { h.server.Close() }
+
+// AddCommit adds a commit of files to a model (created if new), points branch
+// at it, and returns its id.
+func (h *Hub) AddCommit(modelID, branch string, files ...File) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.models[modelID]
+	if m == nil {
+		m = &model{commits: map[string][]File{}, branches: map[string]string{}}
+		h.models[modelID] = m
+	}
+	id := sha1.New()
+	fmt.Fprintf(id, "%s\x00%s\x00%d\x00", modelID, branch, len(m.commits))
+	for _, f := range files {
+		fmt.Fprintf(id, "%s\x00%t\x00%s\x00", f.Name, f.LFS, SHA256(f.Data))
+		if f.LFS {
+			h.blobs[SHA256(f.Data)] = f.Data
+		}
+	}
+	commit := hex.EncodeToString(id.Sum(nil))
+	m.commits[commit] = files
+	m.branches[branch] = commit
+	return commit
+}
+
+// RequireToken makes the hub refuse requests without "Bearer token".
+func (h *Hub) RequireToken(token string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.token = token
+}
+
+// Gate makes a model gated: its files and listing are refused with 403.
+func (h *Hub) Gate(modelID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.models[modelID].gated = true
+}
+
+// OmitErrorCodes stops the hub from setting X-Error-Code, as some mirrors do.
+func (h *Hub) OmitErrorCodes() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.omitErrorCodes = true
+}
+
+// FailNext answers the next times requests whose path starts with prefix
+// with status.
+func (h *Hub) FailNext(prefix string, status, times int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failures = append(h.failures, failure{prefix: prefix, status: status, times: times})
+}
+
+// Corrupt makes the hub serve the file named name with one byte flipped.
+func (h *Hub) Corrupt(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.corrupt[name] = true
+}
+
+// CutNext makes the next request for the whole file named name announce the
+// full length, send its first n bytes, and drop the connection.
+func (h *Hub) CutNext(name string, n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.truncate[name] = n
+}
+
+// Requests returns the requests received so far.
+func (h *Hub) Requests() []Request {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Request(nil), h.requests...)
+}
+
+// SHA256 is the lowercase hex sha256 of data: an LFS file's ETag and blob name.
+func SHA256(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// BlobID is the git blob id of data: a regular file's ETag and blob name.
+func BlobID(data []byte) string {
+	id := sha1.New()
+	fmt.Fprintf(id, "blob %d\x00", len(data))
+	id.Write(data)
+	return hex.EncodeToString(id.Sum(nil))
+}
+
+// ServeHTTP routes a request as the public hub does.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.record(r)
+	if h.injectedFailure(w, r) {
+		return
+	}
+	segments, err := unescapedSegments(r.URL.EscapedPath())
+	switch {
+	case err != nil || r.Method != http.MethodGet:
+		h.fail(w, http.StatusBadRequest, "", "bad request")
+	case len(segments) >= 4 && segments[0] == "api" && segments[1] == "models":
+		h.serveAPI(w, r, segments[2]+"/"+segments[3], segments[4:])
+	case len(segments) >= 3 && segments[0] == "cdn-lfs":
+		h.serveCDN(w, r, segments[1], strings.Join(segments[2:], "/"))
+	case len(segments) >= 5 && segments[2] == "resolve":
+		h.serveResolve(w, r, segments[0]+"/"+segments[1], segments[3], strings.Join(segments[4:], "/"))
+	default:
+		h.fail(w, http.StatusNotFound, "", "not found")
+	}
+}
+
+func (h *Hub) record(r *http.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.requests = append(h.requests, Request{
+		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+		Range: r.Header.Get("Range"), Authorization: r.Header.Get("Authorization"),
+	})
+}
+
+// injectedFailure answers with a failure queued by FailNext, if one matches.
+func (h *Hub) injectedFailure(w http.ResponseWriter, r *http.Request) bool {
+	h.mu.Lock()
+	status := 0
+	for i := range h.failures {
+		if f := &h.failures[i]; f.times > 0 && strings.HasPrefix(r.URL.Path, f.prefix) {
+			f.times--
+			status = f.status
+			break
+		}
+	}
+	h.mu.Unlock()
+	if status == 0 {
+		return false
+	}
+	h.fail(w, status, "", "injected failure")
+	return true
+}
+
+// serveAPI answers the model info and revision info calls.
+func (h *Hub) serveAPI(w http.ResponseWriter, r *http.Request, modelID string, rest []string) {
+	m, ok := h.authorize(w, r, modelID)
+	if !ok {
+		return
+	}
+	switch {
+	case len(rest) == 0:
+		writeJSON(w, map[string]any{"id": modelID, "sha": m.branches["main"]})
+	case len(rest) == 2 && rest[0] == "revision":
+		commit, ok := m.resolve(rest[1])
+		if !ok {
+			h.fail(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rest[1])
+			return
+		}
+		blobs := r.URL.Query().Get("blobs") == "true"
+		siblings := make([]map[string]any, 0, len(m.commits[commit]))
+		for _, f := range m.commits[commit] {
+			siblings = append(siblings, sibling(f, blobs))
+		}
+		writeJSON(w, map[string]any{"id": modelID, "modelId": modelID, "sha": commit, "private": false, "siblings": siblings})
+	default:
+		h.fail(w, http.StatusNotFound, "", "not found")
+	}
+}
+
+// sibling lists one file; with blobs, its size, blob id and LFS metadata.
+func sibling(f File, blobs bool) map[string]any {
+	s := map[string]any{"rfilename": f.Name}
+	if !blobs {
+		return s
+	}
+	s["size"] = len(f.Data)
+	s["blobId"] = BlobID(f.Data)
+	if f.LFS {
+		pointer := fmt.Sprintf("oid sha256:%s\nsize %d\n", SHA256(f.Data), len(f.Data))
+		s["blobId"] = BlobID([]byte(pointer))
+		s["lfs"] = map[string]any{"sha256": SHA256(f.Data), "size": len(f.Data), "pointerSize": len(pointer)}
+	}
+	return s
+}
+
+// serveResolve serves a file of a revision: directly, or by redirect for LFS.
+func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, modelID, revision, name string) {
+	m, ok := h.authorize(w, r, modelID)
+	if !ok {
+		return
+	}
+	commit, ok := m.resolve(revision)
+	if !ok {
+		h.fail(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+revision)
+		return
+	}
+	for _, f := range m.commits[commit] {
+		if f.Name != name {
+			continue
+		}
+		w.Header().Set("X-Repo-Commit", commit)
+		if f.LFS {
+			sum := SHA256(f.Data)
+			w.Header().Set("X-Linked-Etag", strconv.Quote(sum))
+			w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Data)))
+			http.Redirect(w, r, "/cdn-lfs/"+sum+"/"+escapePath(name), http.StatusFound)
+			return
+		}
+		w.Header().Set("ETag", strconv.Quote(BlobID(f.Data)))
+		h.serveContent(w, r, name, f.Data)
+		return
+	}
+	h.fail(w, http.StatusNotFound, "EntryNotFound", "Entry not found")
+}
+
+// serveCDN serves an LFS file's content by sha256, without authorization.
+func (h *Hub) serveCDN(w http.ResponseWriter, r *http.Request, sum, name string) {
+	h.mu.Lock()
+	data, ok := h.blobs[sum]
+	h.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	h.serveContent(w, r, name, data)
+}
+
+// serveContent sends data with Range support, applying the faults injected
+// for name.
+func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, name string, data []byte) {
+	h.mu.Lock()
+	corrupt := h.corrupt[name]
+	cut, cutting := h.truncate[name]
+	if cutting && r.Header.Get("Range") == "" {
+		delete(h.truncate, name)
+	}
+	h.mu.Unlock()
+	if corrupt {
+		data = bytes.Clone(data)
+		data[len(data)/2] ^= 0xff
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if cutting && r.Header.Get("Range") == "" {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(data[:cut])
+		if flusher, ok := w.(http.Flusher); ok {
+			flusher.Flush()
+		}
+		panic(http.ErrAbortHandler)
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+}
+
+// authorize checks the token and the model as the public hub does, and
+// answers the refusal itself.
+func (h *Hub) authorize(w http.ResponseWriter, r *http.Request, modelID string) (*model, bool) {
+	auth := r.Header.Get("Authorization")
+	h.mu.Lock()
+	token, m := h.token, h.models[modelID]
+	h.mu.Unlock()
+	switch {
+	case token != "" && auth != "Bearer "+token:
+		h.fail(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
+	case m == nil && auth == "":
+		h.fail(w, http.StatusUnauthorized, "RepoNotFound", "Repository not found")
+	case m == nil:
+		h.fail(w, http.StatusNotFound, "RepoNotFound", "Repository not found")
+	case m.gated:
+		h.fail(w, http.StatusForbidden, "GatedRepo", "Access to model "+modelID+" is restricted and you are not in the authorized list.")
+	default:
+		return m, true
+	}
+	return nil, false
+}
+
+// fail answers an error the way the hub does.
+func (h *Hub) fail(w http.ResponseWriter, status int, code, message string) {
+	h.mu.Lock()
+	omit := h.omitErrorCodes
+	h.mu.Unlock()
+	if code != "" && !omit {
+		w.Header().Set("X-Error-Code", code)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": message})
+}
+
+// resolve returns the commit a branch or commit id names.
+func (m *model) resolve(revision string) (string, bool) {
+	if _, ok := m.commits[revision]; ok {
+		return revision, true
+	}
+	commit, ok := m.branches[revision]
+	return commit, ok
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// unescapedSegments splits an escaped path into unescaped segments, so an
+// escaped "/" (a revision such as "refs%2Fpr%2F1") stays in its segment.
+func unescapedSegments(escaped string) ([]string, error) {
+	segments := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	for i, s := range segments {
+		var err error
+		if segments[i], err = url.PathUnescape(s); err != nil {
+			return nil, err
+		}
+	}
+	return segments, nil
+}
+
+func escapePath(name string) string {
+	segments := strings.Split(name, "/")
+	for i, s := range segments {
+		segments[i] = url.PathEscape(s)
+	}
+	return strings.Join(segments, "/")
+}

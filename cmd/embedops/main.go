@@ -11,6 +11,6 @@ import (
 func main() {
 	if err := cli.NewRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "embedops:", err)
-		os.Exit(cli.ExitUsage)
+		os.Exit(cli.ExitCode(err))
 	}
 }

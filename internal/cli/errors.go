@@ -23,3 +23,12 @@ func IsUsageError(err error) bool {
 	var usage *usageError
 	return errors.As(err, &usage)
 }
+
+// ExitCode is the process exit status for an error RunE returned: 1 for a
+// Mismatch, 2 for usage and I/O errors.
+func ExitCode(err error) int {
+	if errors.Is(err, ErrMismatch) {
+		return 1
+	}
+	return ExitUsage
+}

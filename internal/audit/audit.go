@@ -1,0 +1,173 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// Options tune an audit.
+type Options struct {
+	// Progress, when set, is called while the origin search walks history:
+	// done of total first-parent commits below the recorded one examined.
+	// The search usually stops early; it ends with done == total. All
+	// starts again from zero for each binding.
+	Progress func(done, total int)
+}
+
+// sha1Commit is a full SHA-1 commit id; go-git reads SHA-1 repositories.
+var sha1Commit = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// Audit verifies one binding against the repository its source names and
+// finds the commit its decision originates from.
+func Audit(ctx context.Context, repo *git.Repository, binding *embedopsv1.ModelCacheBinding, opts Options) Result {
+	open := func() (*git.Repository, error) {
+		if repo == nil {
+			return nil, errors.New("no repository")
+		}
+		return repo, nil
+	}
+	return newAuditor(opts).audit(ctx, binding, open)
+}
+
+// All audits bindings in order, each in repos.Path when set, else in a
+// clone of its own spec.source.repository (repos.URL is ignored). Builds
+// are shared between bindings of the same repository. A repository that
+// cannot be opened, tried once, makes its bindings Unverifiable.
+func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.ModelCacheBinding, opts Options) []Result {
+	a := newAuditor(opts)
+	type openedRepository struct {
+		repo *git.Repository
+		err  error
+	}
+	opened := map[string]openedRepository{}
+	results := make([]Result, 0, len(bindings))
+	for i := range bindings {
+		binding := &bindings[i]
+		open := func() (*git.Repository, error) {
+			o := repos
+			o.URL = binding.Spec.Source.Repository
+			key := o.URL // with a local Path, every binding shares one key
+			if o.Path != "" {
+				key = ""
+			}
+			r, ok := opened[key]
+			if !ok {
+				r.repo, r.err = OpenRepository(ctx, o)
+				opened[key] = r
+			}
+			return r.repo, r.err
+		}
+		results = append(results, a.audit(ctx, binding, open))
+	}
+	return results
+}
+
+// auditor audits bindings, keeping one renderer per repository.
+type auditor struct {
+	opts      Options
+	renderers map[*git.Repository]*renderer
+}
+
+func newAuditor(opts Options) *auditor {
+	return &auditor{opts: opts, renderers: map[*git.Repository]*renderer{}}
+}
+
+// audit checks the binding against itself, then against the manifest at the
+// recorded commit, then walks history for the origin.
+func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBinding, open func() (*git.Repository, error)) Result {
+	source := binding.Spec.Source
+	res := Result{
+		Binding:        binding.Namespace + "/" + binding.Name,
+		Repository:     source.Repository,
+		Path:           source.Path,
+		RecordedCommit: source.Commit,
+	}
+	selfChecked := integrity(binding.Spec)
+	if reason := unverifiableSource(source); reason != "" {
+		return concluded(res, selfChecked, reason)
+	}
+	repo, err := open()
+	if err != nil {
+		return concluded(res, selfChecked, fmt.Sprintf("opening the repository: %v", err))
+	}
+	w := a.walk(repo, binding)
+	recorded, err := repo.CommitObject(plumbing.NewHash(source.Commit))
+	if err != nil {
+		return concluded(res, selfChecked, fmt.Sprintf("commit %s is not in the repository: %v", source.Commit, err))
+	}
+	at := w.evaluate(recorded)
+	res.CommitsWalked, res.Renders = 1, w.renders()
+	if at.err != nil {
+		return concluded(res, selfChecked, w.reason(at, recorded))
+	}
+	res.Server = at.server
+	res.Differences = merged(differences(binding.Spec, at.decision), selfChecked)
+	if len(res.Differences) > 0 {
+		res.Result = Mismatch
+		return res
+	}
+	found, err := w.origin(ctx, recorded, at.decision.Decision.Digest, a.opts.Progress)
+	res.CommitsWalked, res.Renders = found.walked, w.renders()
+	if err != nil {
+		return concluded(res, nil, fmt.Sprintf("searching for the origin commit: %v", err))
+	}
+	res.Result = Verified
+	if found.shallow {
+		res.Reason = "the history is shallow: the decision may be older than the origin commit"
+	}
+	origin := found.origin
+	res.OriginCommit = origin.Hash.String()
+	res.OriginAuthor = fmt.Sprintf("%s <%s>", origin.Author.Name, origin.Author.Email)
+	res.OriginDate = origin.Author.When.Format(time.RFC3339)
+	res.OriginSubject, _, _ = strings.Cut(strings.TrimSpace(origin.Message), "\n")
+	return res
+}
+
+// concluded ends an audit that could not compare with the manifest: a
+// Mismatch when the binding contradicts itself, else Unverifiable.
+func concluded(res Result, selfChecked []Difference, reason string) Result {
+	res.Reason = reason
+	res.Result = Unverifiable
+	if len(selfChecked) > 0 {
+		res.Result = Mismatch
+		res.Differences = selfChecked
+	}
+	return res
+}
+
+// unverifiableSource says why a binding's source names no commit to render.
+func unverifiableSource(source embedopsv1.DecisionSource) string {
+	switch {
+	case source.Method == embedopsv1.SourceUnknown || source.Method == "":
+		return "the binding's source is Unknown: no git revision was recorded"
+	case source.Commit == "":
+		return fmt.Sprintf("the binding records no commit (revision %q)", source.Revision)
+	case !sha1Commit.MatchString(source.Commit):
+		return fmt.Sprintf("commit %s is not a SHA-1 commit id", source.Commit)
+	case !cleanPath(source.Path):
+		return fmt.Sprintf("path %q leaves the repository", source.Path)
+	}
+	return ""
+}
+
+// cleanPath reports whether a recorded path stays inside the repository.
+func cleanPath(p string) bool {
+	clean := path.Clean("./" + p)
+	return clean != ".." && !strings.HasPrefix(clean, "../")
+}
+
+// renderDir is the directory to build for a recorded path: Flux's "./apps"
+// and "apps/" both mean "apps"; empty means the root.
+func renderDir(p string) string {
+	return path.Clean("./" + p)
+}

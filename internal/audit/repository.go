@@ -1,0 +1,185 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// Environment variables AuthFromEnv reads.
+const (
+	// EnvUsername is the user name for HTTP basic authentication.
+	EnvUsername = "GIT_USERNAME"
+	// EnvPassword is the password for HTTP basic authentication.
+	EnvPassword = "GIT_PASSWORD"
+	// EnvToken is a token for HTTP authentication; it is used as the
+	// password, with EnvUsername or "git" as the user name.
+	EnvToken = "GIT_TOKEN"
+)
+
+// RepositoryOptions say where the repository behind a binding is.
+type RepositoryOptions struct {
+	// Path is a local repository (a work tree or a bare repository). When
+	// set, it is used for every binding and nothing is cloned.
+	Path string
+	// URL is the repository to clone when Path is empty; All takes it
+	// from each binding's spec.source.repository.
+	URL string
+	// CacheDir holds bare clones, one per URL, reused and fetched on later
+	// runs. Required when cloning.
+	CacheDir string
+	// Auth authenticates HTTP(S) clones and fetches; nil is anonymous. Other
+	// transports use their own defaults (an SSH agent for SSH).
+	Auth transport.AuthMethod
+}
+
+// DefaultCacheDir is where clones are kept unless told otherwise: the
+// user's cache directory, under embedops/repositories.
+func DefaultCacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user cache directory: %w", err)
+	}
+	return filepath.Join(dir, "embedops", "repositories"), nil
+}
+
+// AuthFromEnv returns HTTP basic authentication from EnvToken, or from
+// EnvUsername and EnvPassword, or nil when neither is set. getenv is
+// usually os.Getenv.
+func AuthFromEnv(getenv func(string) string) transport.AuthMethod {
+	username := getenv(EnvUsername)
+	if token := getenv(EnvToken); token != "" {
+		if username == "" {
+			username = "git"
+		}
+		return &http.BasicAuth{Username: username, Password: token}
+	}
+	if password := getenv(EnvPassword); username != "" || password != "" {
+		return &http.BasicAuth{Username: username, Password: password}
+	}
+	return nil
+}
+
+// OpenRepository opens opts.Path (a work tree, a directory inside one, or a
+// bare repository), or else a bare clone of opts.URL in
+// opts.CacheDir: cloned on first use, fetched (all branches and tags) when
+// it is already there. The repository is returned ready for reading
+// history (see forReading): it has no work tree and keeps its pack files
+// open, so it suits a command that audits and exits.
+func OpenRepository(ctx context.Context, opts RepositoryOptions) (*git.Repository, error) {
+	if opts.Path != "" {
+		repo, err := git.PlainOpen(opts.Path)
+		if errors.Is(err, git.ErrRepositoryNotExists) {
+			// A directory inside a work tree, as git itself accepts.
+			repo, err = git.PlainOpenWithOptions(opts.Path, &git.PlainOpenOptions{DetectDotGit: true})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("opening repository %s: %w", opts.Path, err)
+		}
+		return forReading(repo)
+	}
+	if opts.URL == "" {
+		return nil, errors.New("no repository: give a local path or a URL")
+	}
+	if opts.CacheDir == "" {
+		return nil, fmt.Errorf("cloning %s: no cache directory", opts.URL)
+	}
+	auth, err := authFor(opts.URL, opts.Auth)
+	if err != nil {
+		return nil, err
+	}
+	dir := cloneDir(opts.CacheDir, opts.URL)
+	var repo *git.Repository
+	if _, err = os.Stat(dir); err == nil {
+		repo, err = fetch(ctx, dir, opts.URL, auth)
+	} else {
+		repo, err = clone(ctx, dir, opts.URL, auth)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return forReading(repo)
+}
+
+// forReading reopens a repository for a long read: its pack files stay open
+// and its object listings are cached, which makes walking a long history
+// several times faster. The repository is read through its objects only
+// (it has no work tree) and must not change while it is read; its files
+// stay open until the process exits or its storage is closed.
+func forReading(repo *git.Repository) (*git.Repository, error) {
+	files, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return repo, nil
+	}
+	storage := filesystem.NewStorageWithOptions(files.Filesystem(), cache.NewObjectLRUDefault(),
+		filesystem.Options{KeepDescriptors: true, ExclusiveAccess: true})
+	reopened, err := git.Open(storage, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reopening repository: %w", err)
+	}
+	return reopened, nil
+}
+
+// authFor keeps auth for HTTP(S) URLs only: basic authentication is an
+// error on other transports.
+func authFor(url string, auth transport.AuthMethod) (transport.AuthMethod, error) {
+	endpoint, err := transport.NewEndpoint(url)
+	if err != nil {
+		return nil, fmt.Errorf("parsing repository URL: %w", err)
+	}
+	if endpoint.Protocol != "http" && endpoint.Protocol != "https" {
+		return nil, nil
+	}
+	return auth, nil
+}
+
+// cloneDir is the cache entry of a URL: a hash, so any URL makes a safe name.
+func cloneDir(cacheDir, url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return filepath.Join(cacheDir, hex.EncodeToString(sum[:])[:20]+".git")
+}
+
+// clone makes a bare clone of url in dir, removing what it left on failure.
+func clone(ctx context.Context, dir, url string, auth transport.AuthMethod) (*git.Repository, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return nil, fmt.Errorf("creating cache directory: %w", err)
+	}
+	repo, err := git.PlainCloneContext(ctx, dir, true, &git.CloneOptions{
+		URL:  url,
+		Auth: auth,
+		Tags: git.AllTags,
+	})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("cloning %s: %w", url, err)
+	}
+	return repo, nil
+}
+
+// fetch updates the clone in dir.
+func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*git.Repository, error) {
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening cached clone of %s in %s: %w", url, dir, err)
+	}
+	err = repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteURL: url,
+		Auth:      auth,
+		Tags:      git.AllTags,
+		Force:     true,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil, fmt.Errorf("fetching %s: %w", url, err)
+	}
+	return repo, nil
+}

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/audit"
+)
+
+// ErrMismatch is returned when any audited binding is a Mismatch; the
+// command exits with status 1 for it.
+var ErrMismatch = errors.New("a recorded decision does not match its manifest")
+
+// progressThreshold is how many commits a walk needs before a progress bar
+// is worth drawing.
+const progressThreshold = 300
+
+// auditOptions are the flags of `embedops audit`.
+type auditOptions struct {
+	kube     kubeOptions
+	file     string
+	repo     string
+	cacheDir string
+	output   string
+}
+
+func newAuditCommand() *cobra.Command {
+	opts := auditOptions{}
+	cmd := &cobra.Command{
+		Use:   "audit [BINDING...]",
+		Short: "Verify recorded cache decisions against the git commits that made them",
+		Long: "audit reads ModelCacheBindings from the cluster (or -f FILE), checks out each one's recorded commit,\n" +
+			"renders its path with kustomize, recomputes the decision and reports Verified, Mismatch or\n" +
+			"Unverifiable, with the commit that originally made the decision. Exit status 1 means a Mismatch.",
+		RunE: func(cmd *cobra.Command, names []string) error {
+			return runAudit(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, names)
+		},
+	}
+	opts.kube.bind(cmd)
+	cmd.Flags().StringVarP(&opts.file, "filename", "f", "", "read bindings from a YAML or JSON file (- for standard input) instead of the cluster")
+	cmd.Flags().StringVar(&opts.repo, "repo", "", "local repository to audit against (default: clone each binding's spec.source.repository)")
+	cmd.Flags().StringVar(&opts.cacheDir, "cache-dir", "", "where clones are kept (default: the user cache directory)")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", outputTable, "output format: table, json or yaml")
+	return cmd
+}
+
+func runAudit(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, opts auditOptions, names []string) error {
+	if opts.output != outputTable && opts.output != outputJSON && opts.output != outputYAML {
+		return usageErrorf("unknown output format %q: use table, json or yaml", opts.output)
+	}
+	if opts.file != "" && len(names) > 0 {
+		return usageErrorf("name bindings or read them from -f, not both")
+	}
+	bindings, err := loadBindings(ctx, stdin, opts, names)
+	if err != nil {
+		return err
+	}
+	repos, err := repositoryOptions(opts)
+	if err != nil {
+		return err
+	}
+	bar := newProgress(stderr)
+	results := audit.All(ctx, repos, bindings, audit.Options{Progress: bar.update})
+	bar.finish()
+	if err := printResults(stdout, opts.output, results); err != nil {
+		return err
+	}
+	if audit.AnyMismatch(results) {
+		return ErrMismatch
+	}
+	return nil
+}
+
+// loadBindings reads bindings from -f or from the cluster.
+func loadBindings(ctx context.Context, stdin io.Reader, opts auditOptions, names []string) ([]embedopsv1.ModelCacheBinding, error) {
+	if opts.file != "" {
+		data, err := readInput(stdin, opts.file)
+		if err != nil {
+			return nil, err
+		}
+		return bindingsFromYAML(data)
+	}
+	c, namespace, err := opts.kube.client()
+	if err != nil {
+		return nil, err
+	}
+	return bindingsFromCluster(ctx, c, namespace, names)
+}
+
+// repositoryOptions turns the flags into where repositories come from.
+func repositoryOptions(opts auditOptions) (audit.RepositoryOptions, error) {
+	repos := audit.RepositoryOptions{Path: opts.repo, CacheDir: opts.cacheDir, Auth: audit.AuthFromEnv(os.Getenv)}
+	if repos.Path == "" && repos.CacheDir == "" {
+		dir, err := audit.DefaultCacheDir()
+		if err != nil {
+			return repos, err
+		}
+		repos.CacheDir = dir
+	}
+	return repos, nil
+}
+
+// printResults writes the results as an aligned table or structured data.
+func printResults(out io.Writer, format string, results []audit.Result) error {
+	if format != outputTable {
+		return printStructured(out, format, results)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "BINDING\tRESULT\tRECORDED\tORIGIN\tAUTHOR\tDATE\tSUBJECT / DETAIL")
+	for _, r := range results {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Binding, r.Result, short(r.RecordedCommit),
+			short(r.OriginCommit), r.OriginAuthor, r.OriginDate, detail(r))
+	}
+	return w.Flush()
+}
+
+// detail is the last column: the subject when Verified, else what is wrong.
+func detail(r audit.Result) string {
+	switch {
+	case len(r.Differences) > 0:
+		text := r.Differences[0].String()
+		if more := len(r.Differences) - 1; more > 0 {
+			text += fmt.Sprintf(" (+%d more)", more)
+		}
+		return text
+	case r.Result == audit.Verified:
+		return r.OriginSubject
+	default:
+		return r.Reason
+	}
+}
+
+// short abbreviates a commit as git does.
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// progress draws a bar on stderr only for walks longer than the threshold.
+type progress struct {
+	out io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func newProgress(out io.Writer) *progress { return &progress{out: out} }
+
+func (p *progress) update(done, total int) {
+	if total < progressThreshold {
+		return
+	}
+	if p.bar == nil || p.bar.GetMax() != total {
+		p.finish()
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.out), progressbar.OptionSetDescription("walking history"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	}
+	_ = p.bar.Set(done)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		p.bar = nil
+	}
+}

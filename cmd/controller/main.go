@@ -21,6 +21,9 @@ func main() {
 	)
 	flag.StringVar(&opts.MetricsAddr, "metrics-addr", ":8080", "The address the metrics endpoint binds to.")
 	flag.StringVar(&opts.HealthAddr, "health-addr", ":9440", "The address the health endpoint binds to.")
+	flag.IntVar(&opts.EmbeddingServer.MaxConcurrentReconciles, "concurrent", 4, "The number of EmbeddingServers reconciled at once.")
+	flag.DurationVar(&opts.EmbeddingServer.ProgressInterval, "progress-interval", controller.DefaultProgressInterval,
+		"How often a server whose pods are not ready is checked again when no event arrives.")
 	opts.LeaderElection.BindFlags(flag.CommandLine)
 	clientOptions.BindFlags(flag.CommandLine)
 	logOptions.BindFlags(flag.CommandLine)

@@ -1,6 +1,31 @@
 // Package controller holds embedops' reconcilers. It is the only package that
 // writes to the API server.
 //
+// Invariants of the EmbeddingServer reconciler:
+//   - Status is written once per reconcile, in a deferred patch.SerialPatcher
+//     patch (conditions, then the rest of the status), by the field manager
+//     embedopsv1.StatusFieldManager. observedGeneration is set when the
+//     generation was fully handled: on success and on a terminal error.
+//   - A reconcile ends in one of three ways: a wrapped error (retried), a
+//     RequeueAfter with Ready=False and Reconciling=True (waiting for pods),
+//     or reconcile.TerminalError with Stalled=True and a Warning event whose
+//     reason is the condition's (the user must fix the spec, a referenced
+//     Secret or a conflicting object).
+//   - Children are applied with fluxcd/pkg/ssa under embedopsv1.FieldManager;
+//     ssa's dry-run drift detection writes nothing when nothing changed. An
+//     object is recreated only for a change the API server refuses in place,
+//     and only after a dry-run shows it valid as a new object, so an invalid
+//     spec never deletes a running StatefulSet.
+//   - A child's name is used only when free or taken by an object with this
+//     server's owner labels and no other controller; anything else is an
+//     OwnershipConflictError and is never touched.
+//   - Cache PersistentVolumeClaims are never pruned or deleted here: their
+//     ModelCacheBinding releases them.
+//   - Secret data is never cached, logged or emitted: Secrets are watched as
+//     metadata without annotations, and a token Secret is read with an
+//     uncached Get only to check that its key exists.
+//   - status.phase is a pure function of the conditions (serverPhase).
+//
 // The RBAC markers below are the controller's whole permission set; `make
 // manifests` turns them into config/rbac/role.yaml. Secrets are read as
 // metadata and, for a referenced token key only, by get: never listed with

@@ -26,6 +26,8 @@ type ManagerOptions struct {
 	HealthAddr string
 	// LeaderElection configures leader election.
 	LeaderElection leaderelection.Options
+	// EmbeddingServer configures the EmbeddingServer reconciler.
+	EmbeddingServer EmbeddingServerReconcilerOptions
 }
 
 // NewScheme returns the scheme of every kind the controller reads.
@@ -39,7 +41,10 @@ func NewScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-// NewManager returns a manager with health probes, metrics and leader election.
+// NewManager returns a manager with health probes, metrics and leader
+// election, whose cache is shaped by CacheOptions and whose client never
+// reads Secrets from the cache (ClientOptions). It runs no reconciler yet:
+// see SetupReconcilers.
 func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -47,6 +52,8 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         CacheOptions(),
+		Client:                        ClientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.HealthAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
@@ -63,10 +70,21 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// Run starts a manager and blocks until ctx ends.
+// SetupReconcilers registers embedops' reconcilers with mgr.
+func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions) error {
+	if err := (&EmbeddingServerReconciler{}).SetupWithManager(ctx, mgr, opts.EmbeddingServer); err != nil {
+		return fmt.Errorf("setting up the EmbeddingServer reconciler: %w", err)
+	}
+	return nil
+}
+
+// Run starts a manager with its reconcilers and blocks until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts ManagerOptions) error {
 	mgr, err := NewManager(cfg, opts)
 	if err != nil {
+		return err
+	}
+	if err := SetupReconcilers(ctx, mgr, opts); err != nil {
 		return err
 	}
 	if err := mgr.Start(ctx); err != nil {

@@ -1,0 +1,110 @@
+package controller
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// CacheOptions returns the informer cache options of the manager, used by
+// NewManager and by the tests alike. Pods, StatefulSets, Services and
+// PersistentVolumeClaims are listed and watched server-side only when they
+// carry embedopsv1.NameLabel, so memory grows with the servers, not with the
+// cluster. Pods are trimmed to what the diagnostics read. Secrets are cached
+// as metadata only, without annotations (kubectl's last-applied annotation
+// holds a Secret's data).
+func CacheOptions() cache.Options {
+	owned := ownedSelector()
+	return cache.Options{
+		DefaultTransform: stripManagedFields,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                   {Label: owned, Transform: trimPod},
+			&appsv1.StatefulSet{}:           {Label: owned, Transform: stripManagedFields},
+			&corev1.Service{}:               {Label: owned, Transform: stripManagedFields},
+			&corev1.PersistentVolumeClaim{}: {Label: owned, Transform: stripManagedFields},
+			secretMetadata():                {Transform: stripSecretMetadata},
+		},
+	}
+}
+
+// ClientOptions returns the manager's client options: Secrets are never read
+// through the cache, so a stray Get cannot start an informer holding their
+// data.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+}
+
+// ownedSelector selects objects carrying embedopsv1.NameLabel.
+func ownedSelector() labels.Selector {
+	requirement, err := labels.NewRequirement(embedopsv1.NameLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid label key
+	}
+	return labels.NewSelector().Add(*requirement)
+}
+
+// secretMetadata is the metadata-only form of a Secret, as the controller
+// watches it.
+func secretMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
+}
+
+// stripManagedFields drops managedFields, which the controller never reads.
+func stripManagedFields(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil)
+	}
+	return in, nil
+}
+
+// stripSecretMetadata keeps a Secret's identity and labels: the watch only
+// needs to know that a Secret changed.
+func stripSecretMetadata(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil {
+		obj.SetManagedFields(nil)
+		obj.SetAnnotations(nil)
+	}
+	return in, nil
+}
+
+// trimPod keeps what the diagnostics and the watch read: identity, labels,
+// owners, the node name, the phase, conditions and container statuses.
+func trimPod(in any) (any, error) {
+	pod, ok := in.(*corev1.Pod)
+	if !ok {
+		// Tombstones (toolscache.DeletedFinalStateUnknown) pass unchanged.
+		return in, nil
+	}
+	trimmed := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              pod.Name,
+			Namespace:         pod.Namespace,
+			UID:               pod.UID,
+			ResourceVersion:   pod.ResourceVersion,
+			Generation:        pod.Generation,
+			CreationTimestamp: pod.CreationTimestamp,
+			DeletionTimestamp: pod.DeletionTimestamp,
+			Labels:            pod.Labels,
+			OwnerReferences:   pod.OwnerReferences,
+		},
+		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{
+			Phase:                 pod.Status.Phase,
+			Conditions:            pod.Status.Conditions,
+			ContainerStatuses:     pod.Status.ContainerStatuses,
+			InitContainerStatuses: pod.Status.InitContainerStatuses,
+		},
+	}
+	return trimmed, nil
+}
+
+var _ toolscache.TransformFunc = trimPod

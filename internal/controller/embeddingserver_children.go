@@ -1,0 +1,280 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fluxcd/cli-utils/pkg/object"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/ssa"
+	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/decision"
+)
+
+// persistentVolumeClaimKind is never pruned or deleted by a server: only a
+// binding releases cache claims.
+var persistentVolumeClaimKind = schema.GroupKind{Kind: "PersistentVolumeClaim"}
+
+// buildChildren builds the StatefulSet and Services. A spec the builder or
+// the cache decision refuses stalls the server as ConfigurationInvalid;
+// nothing is applied and the running children are left as they are.
+func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	server := scope.server
+	cache, err := cacheFor(server)
+	if err != nil {
+		if errors.Is(err, decision.ErrInvalidSpec) {
+			return ctrl.Result{}, r.refuseSpec(scope, err)
+		}
+		return ctrl.Result{}, err
+	}
+	statefulSet, err := builder.StatefulSet(server, cache)
+	if err != nil {
+		if errors.Is(err, builder.ErrInvalidPodTemplate) {
+			return ctrl.Result{}, r.refuseSpec(scope, err)
+		}
+		return ctrl.Result{}, fmt.Errorf("building the StatefulSet: %w", err)
+	}
+	scope.service = builder.Service(server)
+	children, err := childObjects(server, statefulSet, scope.service, builder.HeadlessService(server))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	scope.children = children
+	return ctrl.Result{}, nil
+}
+
+// refuseSpec marks the spec invalid and stalls the server.
+func (r *EmbeddingServerReconciler) refuseSpec(scope *serverScope, err error) error {
+	conditions.MarkFalse(scope.server, embedopsv1.AcceptedCondition, embedopsv1.InvalidReason, "%s", err.Error())
+	return r.stall(scope, embedopsv1.ConfigurationInvalidReason, err)
+}
+
+// childObjects turns built children into what is applied: unstructured, with
+// the owner labels (ssa's, embedopsv1.NameLabel and NamespaceLabel), a
+// controller reference to the server, and no status or creation time.
+func childObjects(server *embedopsv1.EmbeddingServer, children ...client.Object) ([]*unstructured.Unstructured, error) {
+	owner := metav1.NewControllerRef(server, embedopsv1.GroupVersion.WithKind(embedopsv1.EmbeddingServerKind))
+	objects := make([]*unstructured.Unstructured, 0, len(children))
+	for _, child := range children {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(child)
+		if err != nil {
+			return nil, fmt.Errorf("converting %T %s: %w", child, child.GetName(), err)
+		}
+		u := &unstructured.Unstructured{Object: content}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		u.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		objects = append(objects, u)
+	}
+	ownerLabels().SetOwnerLabels(objects, server.Name, server.Namespace)
+	return objects, nil
+}
+
+// ownerLabels is a resource manager used only for its owner labels; they are
+// embedopsv1.NameLabel and embedopsv1.NamespaceLabel.
+func ownerLabels() *ssa.ResourceManager {
+	return ssa.NewResourceManager(nil, nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
+}
+
+// checkOwnership refuses to touch a child whose name is taken by an object
+// embedops does not own for this server. Children are read uncached: the
+// cache holds only labelled objects, and a foreign one has no labels.
+func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	for _, child := range scope.children {
+		existing := &metav1.PartialObjectMetadata{}
+		existing.SetGroupVersionKind(child.GroupVersionKind())
+		err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(child), existing)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("reading %s %s: %w", child.GetKind(), child.GetName(), err)
+		}
+		if why := ownershipConflict(scope.server, existing); why != "" {
+			conflict := &OwnershipConflictError{Kind: child.GetKind(), Namespace: child.GetNamespace(), Name: child.GetName(), Why: why}
+			return ctrl.Result{}, r.stall(scope, embedopsv1.OwnershipConflictReason, conflict)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// applyChildren server-side applies the children; ssa's dry-run drift
+// detection writes nothing when nothing changed. It records the inventory.
+func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	changes, err := r.apply(ctx, scope)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	scope.server.Status.Inventory = inventoryOf(scope.children)
+	for _, entry := range changes.Entries {
+		if entry.Action != ssa.UnchangedAction {
+			ctrl.LoggerFrom(ctx).Info("applied child", "child", entry.Subject, "action", entry.Action.String())
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// apply applies the children without recreating anything first. When the API
+// server refuses a change of an immutable field (a new claim template), it
+// checks that the refused object would be valid as a new one, then applies
+// again with force, which deletes and recreates it. An object that is not
+// valid even as a new one stalls the server, so a bad spec never deletes a
+// running StatefulSet.
+func (r *EmbeddingServerReconciler) apply(ctx context.Context, scope *serverScope) (*ssa.ChangeSet, error) {
+	opts := ssa.DefaultApplyOptions()
+	changes, err := r.resources.ApplyAllStaged(ctx, scope.children, opts)
+	var dryRun *ssaerrors.DryRunErr
+	if err == nil || !errors.As(err, &dryRun) || !ssaerrors.IsImmutableError(dryRun.Unwrap()) || dryRun.InvolvedObject() == nil {
+		if err != nil {
+			return nil, fmt.Errorf("applying children: %w", err)
+		}
+		return changes, nil
+	}
+	refused := dryRun.InvolvedObject()
+	if err := r.validAsNew(ctx, refused); err != nil {
+		if apierrors.IsInvalid(err) {
+			return nil, r.refuseSpec(scope, fmt.Errorf("the API server refuses %s %s: %w", refused.GetKind(), refused.GetName(), err))
+		}
+		return nil, fmt.Errorf("validating %s %s: %w", refused.GetKind(), refused.GetName(), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("recreating child to change immutable fields", "kind", refused.GetKind(), "name", refused.GetName())
+	opts.Force = true
+	changes, err = r.resources.ApplyAllStaged(ctx, scope.children, opts)
+	if err != nil {
+		return nil, fmt.Errorf("applying children with recreation: %w", err)
+	}
+	return changes, nil
+}
+
+// validAsNew dry-runs the creation of a copy of obj under a generated name.
+func (r *EmbeddingServerReconciler) validAsNew(ctx context.Context, obj *unstructured.Unstructured) error {
+	probe := obj.DeepCopy()
+	probe.SetGenerateName(obj.GetName() + "-")
+	probe.SetName("")
+	probe.SetResourceVersion("")
+	probe.SetUID("")
+	return r.client.Create(ctx, probe, client.DryRunAll, client.FieldOwner(embedopsv1.FieldManager))
+}
+
+// pruneChildren deletes children of the previous inventory that are not
+// desired any more. Claims are never pruned.
+func (r *EmbeddingServerReconciler) pruneChildren(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	stale := staleEntries(scope.inventoryBefore, scope.server.Status.Inventory)
+	if len(stale) == 0 {
+		return ctrl.Result{}, nil
+	}
+	if err := r.deleteEntries(ctx, scope.server, stale); err != nil {
+		return ctrl.Result{}, fmt.Errorf("pruning children: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("pruned children", "count", len(stale))
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete removes the server's children, never its cache claims,
+// then lets the server go. Owner references would let the garbage collector
+// do the same, but the finalizer makes the removal explicit and ordered.
+func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	server := scope.server
+	if !controllerutil.ContainsFinalizer(server, embedopsv1.ServerFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.deleteEntries(ctx, server, deletableEntries(server)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting children: %w", err)
+	}
+	controllerutil.RemoveFinalizer(server, embedopsv1.ServerFinalizer)
+	ctrl.LoggerFrom(ctx).Info("deleted children")
+	return ctrl.Result{}, nil
+}
+
+// deleteEntries deletes the objects of inventory entries that carry this
+// server's owner labels; claims are skipped.
+func (r *EmbeddingServerReconciler) deleteEntries(ctx context.Context, server *embedopsv1.EmbeddingServer, entries []embedopsv1.ResourceRef) error {
+	objects := make([]*unstructured.Unstructured, 0, len(entries))
+	for _, entry := range entries {
+		id, err := object.ParseObjMetadata(entry.ID)
+		if err != nil {
+			return fmt.Errorf("parsing inventory entry %q: %w", entry.ID, err)
+		}
+		if id.GroupKind == persistentVolumeClaimKind {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(id.GroupKind.WithVersion(entry.Version))
+		u.SetNamespace(id.Namespace)
+		u.SetName(id.Name)
+		objects = append(objects, u)
+	}
+	_, err := r.resources.DeleteAll(ctx, objects, ssa.DeleteOptions{
+		PropagationPolicy: metav1.DeletePropagationBackground,
+		Inclusions:        r.resources.GetOwnerLabels(server.Name, server.Namespace),
+	})
+	return err
+}
+
+// deletableEntries are the inventory entries plus the children a server
+// always has, in case it is deleted before its inventory was recorded.
+func deletableEntries(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceRef {
+	known := []embedopsv1.ResourceRef{
+		inventoryRef(server.Namespace, server.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet")),
+		inventoryRef(server.Namespace, server.Name, corev1.SchemeGroupVersion.WithKind("Service")),
+		inventoryRef(server.Namespace, builder.HeadlessServiceName(server), corev1.SchemeGroupVersion.WithKind("Service")),
+	}
+	var recorded []embedopsv1.ResourceRef
+	if server.Status.Inventory != nil {
+		recorded = server.Status.Inventory.Entries
+	}
+	return mergeEntries(recorded, known)
+}
+
+// inventoryOf lists applied objects in Flux's inventory shape, sorted by ID.
+func inventoryOf(objects []*unstructured.Unstructured) *embedopsv1.ResourceInventory {
+	entries := make([]embedopsv1.ResourceRef, 0, len(objects))
+	for _, o := range objects {
+		entries = append(entries, inventoryRef(o.GetNamespace(), o.GetName(), o.GroupVersionKind()))
+	}
+	return &embedopsv1.ResourceInventory{Entries: mergeEntries(entries, nil)}
+}
+
+// inventoryRef is one entry: ID "<namespace>_<name>_<group>_<kind>" and, as
+// Flux writes it, the version without the group.
+func inventoryRef(namespace, name string, gvk schema.GroupVersionKind) embedopsv1.ResourceRef {
+	id := object.ObjMetadata{Namespace: namespace, Name: name, GroupKind: gvk.GroupKind()}
+	return embedopsv1.ResourceRef{ID: id.String(), Version: gvk.Version}
+}
+
+// staleEntries are the entries of before that after does not list.
+func staleEntries(before, after *embedopsv1.ResourceInventory) []embedopsv1.ResourceRef {
+	if before == nil {
+		return nil
+	}
+	var stale []embedopsv1.ResourceRef
+	for _, entry := range before.Entries {
+		if after == nil || !slices.ContainsFunc(after.Entries, func(e embedopsv1.ResourceRef) bool { return e.ID == entry.ID }) {
+			stale = append(stale, entry)
+		}
+	}
+	return stale
+}
+
+// mergeEntries is the union of two entry lists by ID, sorted by ID.
+func mergeEntries(a, b []embedopsv1.ResourceRef) []embedopsv1.ResourceRef {
+	merged := slices.Concat(a, b)
+	slices.SortStableFunc(merged, func(x, y embedopsv1.ResourceRef) int { return strings.Compare(x.ID, y.ID) })
+	return slices.CompactFunc(merged, func(x, y embedopsv1.ResourceRef) bool { return x.ID == y.ID })
+}

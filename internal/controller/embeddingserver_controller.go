@@ -1,0 +1,233 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/fluxcd/pkg/runtime/patch"
+	"github.com/fluxcd/pkg/runtime/predicates"
+	"github.com/fluxcd/pkg/ssa"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// DefaultProgressInterval is how often a server whose pods are not ready yet
+// is looked at again when no watch event arrives first.
+const DefaultProgressInterval = 30 * time.Second
+
+// tokenSecretIndex indexes EmbeddingServers by the name of their token
+// Secret, so a Secret event finds the servers that read it.
+const tokenSecretIndex = ".spec.model.tokenSecretRef.name"
+
+// EmbeddingServerReconcilerOptions configure the EmbeddingServer reconciler.
+type EmbeddingServerReconcilerOptions struct {
+	// MaxConcurrentReconciles is how many servers are reconciled at once;
+	// 0 means one.
+	MaxConcurrentReconciles int
+	// RateLimiter spaces the retries of failed reconciles; nil means
+	// controller-runtime's default.
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// ProgressInterval is how long to wait before looking again at a server
+	// whose pods are not ready; 0 means DefaultProgressInterval.
+	ProgressInterval time.Duration
+}
+
+// EmbeddingServerReconciler runs TEI servers: it applies each
+// EmbeddingServer's StatefulSet and Services and reports their state. Its
+// zero value is set up by SetupWithManager.
+type EmbeddingServerReconciler struct {
+	client           client.Client
+	apiReader        client.Reader
+	events           events.Recorder
+	metrics          fluxcontroller.Metrics
+	resources        *ssa.ResourceManager
+	progressInterval time.Duration
+}
+
+// serverScope is what the phases of one reconcile share.
+type serverScope struct {
+	// server is the object being reconciled; phases change its status.
+	server *embedopsv1.EmbeddingServer
+	// readyBefore and phaseBefore are the fetched Ready condition and phase,
+	// so events mark transitions only.
+	readyBefore *metav1.Condition
+	phaseBefore embedopsv1.ServerPhase
+	// inventoryBefore is the fetched inventory, the base of pruning.
+	inventoryBefore *embedopsv1.ResourceInventory
+	// children are the desired children, built by buildChildren.
+	children []*unstructured.Unstructured
+	// service is the desired client Service, the source of status.url.
+	service *corev1.Service
+}
+
+// phase is one step of a reconcile. It changes the scope's server status and
+// returns an error to stop the reconcile, or a requeue to wait.
+type phase struct {
+	name string
+	run  func(context.Context, *serverScope) (ctrl.Result, error)
+}
+
+// SetupWithManager wires the reconciler into mgr: clients, events, metrics,
+// the token Secret index and the watches.
+func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts EmbeddingServerReconcilerOptions) error {
+	recorder, err := events.NewRecorder(mgr.GetLogger().WithName("events"), "", embedopsv1.FieldManager, events.WithManager(mgr))
+	if err != nil {
+		return fmt.Errorf("creating the event recorder: %w", err)
+	}
+	r.client, r.apiReader, r.events = mgr.GetClient(), mgr.GetAPIReader(), recorder
+	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
+	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
+	r.progressInterval = opts.ProgressInterval
+	if r.progressInterval <= 0 {
+		r.progressInterval = DefaultProgressInterval
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.EmbeddingServer{}, tokenSecretIndex, indexTokenSecret); err != nil {
+		return fmt.Errorf("indexing servers by token Secret: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&embedopsv1.EmbeddingServer{}, ctrlbuilder.WithPredicates(
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serverOfPod)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serversOfSecret)).
+		WithOptions(ctrlcontroller.Options{
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			RateLimiter:             opts.RateLimiter,
+		}).
+		Complete(r)
+}
+
+// Reconcile applies one EmbeddingServer's children and reports their state.
+func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := time.Now()
+	server := &embedopsv1.EmbeddingServer{}
+	if err := r.client.Get(ctx, req.NamespacedName, server); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	defer r.metrics.RecordDuration(ctx, server, start)
+	r.metrics.RecordSuspend(ctx, server, server.Spec.Suspend)
+
+	// A suspended server is left alone, status included, until it is deleted.
+	if server.Spec.Suspend && server.DeletionTimestamp.IsZero() {
+		ctrl.LoggerFrom(ctx).V(1).Info("reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+
+	scope := newServerScope(server)
+	patcher := patch.NewSerialPatcher(server, r.client)
+	defer func() {
+		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
+	}()
+
+	if !server.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, scope)
+	}
+	return r.runPhases(ctx, scope, []phase{
+		{"finalizer", r.reconcileFinalizer},
+		{"request", r.reconcileRequest},
+		{"accept", r.reconcileAccepted},
+		{"build", r.buildChildren},
+		{"ownership", r.checkOwnership},
+		{"apply", r.applyChildren},
+		{"prune", r.pruneChildren},
+		{"readiness", r.reconcileReadiness},
+		{"diagnostics", r.reconcileDiagnostics},
+	})
+}
+
+// newServerScope remembers what the phases compare against.
+func newServerScope(server *embedopsv1.EmbeddingServer) *serverScope {
+	return &serverScope{
+		server:          server,
+		readyBefore:     conditions.Get(server, embedopsv1.ReadyCondition).DeepCopy(),
+		phaseBefore:     server.Status.Phase,
+		inventoryBefore: server.Status.Inventory.DeepCopy(),
+	}
+}
+
+// runPhases runs the phases in order, stopping at the first error, and
+// returns the soonest requeue any of them asked for.
+func (r *EmbeddingServerReconciler) runPhases(ctx context.Context, scope *serverScope, phases []phase) (ctrl.Result, error) {
+	var result ctrl.Result
+	for _, p := range phases {
+		start := time.Now()
+		res, err := p.run(ctx, scope)
+		observePhase(p.name, start)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if res.RequeueAfter > 0 && (result.RequeueAfter == 0 || res.RequeueAfter < result.RequeueAfter) {
+			result.RequeueAfter = res.RequeueAfter
+		}
+	}
+	return result, nil
+}
+
+// indexTokenSecret returns the name of a server's token Secret.
+func indexTokenSecret(obj client.Object) []string {
+	server, ok := obj.(*embedopsv1.EmbeddingServer)
+	if !ok || server.Spec.Model.TokenSecretRef == nil {
+		return nil
+	}
+	return []string{server.Spec.Model.TokenSecretRef.Name}
+}
+
+// serversOfSecret maps a Secret to the servers of its namespace that read it.
+func (r *EmbeddingServerReconciler) serversOfSecret(ctx context.Context, secret client.Object) []reconcile.Request {
+	var servers embedopsv1.EmbeddingServerList
+	if err := r.client.List(ctx, &servers, client.InNamespace(secret.GetNamespace()), client.MatchingFields{tokenSecretIndex: secret.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the servers of a Secret", "secret", client.ObjectKeyFromObject(secret))
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(servers.Items))
+	for i := range servers.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&servers.Items[i])})
+	}
+	return requests
+}
+
+// serverOfPod maps a pod to the server named by its owner labels.
+func serverOfPod(_ context.Context, pod client.Object) []reconcile.Request {
+	labels := pod.GetLabels()
+	name, namespace := labels[embedopsv1.NameLabel], labels[embedopsv1.NamespaceLabel]
+	if name == "" || namespace != pod.GetNamespace() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}
+}
+
+// reconcileFinalizer adds the finalizer that holds the server until its
+// children are removed; the deferred patch writes it.
+func (r *EmbeddingServerReconciler) reconcileFinalizer(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	controllerutil.AddFinalizer(scope.server, embedopsv1.ServerFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// reconcileRequest records the handled reconcile.fluxcd.io/requestedAt
+// token, so `flux reconcile`-style tools see their request answered.
+func (r *EmbeddingServerReconciler) reconcileRequest(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	if token, ok := meta.ReconcileAnnotationValue(scope.server.GetAnnotations()); ok {
+		scope.server.Status.SetLastHandledReconcileRequest(token)
+	}
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,224 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// ownedConditions are the condition types this reconciler writes; the status
+// patch overwrites them on conflict.
+var ownedConditions = []string{
+	embedopsv1.ReadyCondition,
+	embedopsv1.ReconcilingCondition,
+	embedopsv1.StalledCondition,
+	embedopsv1.AcceptedCondition,
+}
+
+// degradedReasons are the Ready=False reasons of failing pods.
+var degradedReasons = []string{
+	embedopsv1.ImagePullBackOffReason,
+	embedopsv1.ErrImagePullReason,
+	embedopsv1.CrashLoopBackOffReason,
+	embedopsv1.CreateContainerConfigErrorReason,
+	embedopsv1.OOMKilledReason,
+	embedopsv1.UnschedulableReason,
+}
+
+// stall marks a server that needs a human: Stalled and Ready=False with the
+// reason, a Warning event with the same reason, and a terminal error.
+func (r *EmbeddingServerReconciler) stall(scope *serverScope, reason string, err error) error {
+	conditions.MarkStalled(scope.server, reason, "%s", err.Error())
+	conditions.MarkFalse(scope.server, embedopsv1.ReadyCondition, reason, "%s", err.Error())
+	r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", err.Error())
+	return reconcile.TerminalError(err)
+}
+
+// reconcileReadiness reports the StatefulSet's replicas and the server's URL
+// and sets Ready; it waits while pods are not ready.
+func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	server := scope.server
+	statefulSet := &appsv1.StatefulSet{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: server.Name}, statefulSet)
+	switch {
+	case apierrors.IsNotFound(err):
+		statefulSet = nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
+	}
+	server.Status.URL = serviceURL(scope.service)
+	server.Status.EndpointCheck = embedopsv1.EndpointCheckDisabled
+	server.Status.Replicas, server.Status.ReadyReplicas = 0, 0
+	if statefulSet != nil {
+		server.Status.Replicas, server.Status.ReadyReplicas = statefulSet.Status.Replicas, statefulSet.Status.ReadyReplicas
+	}
+	avail := availabilityOf(server.GetReplicas(), statefulSet)
+	if avail.ready {
+		conditions.MarkTrue(server, embedopsv1.ReadyCondition, avail.reason, "%s", avail.message)
+		return ctrl.Result{}, nil
+	}
+	conditions.MarkFalse(server, embedopsv1.ReadyCondition, avail.reason, "%s", avail.message)
+	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+}
+
+// reconcileDiagnostics replaces Ready=False Initializing by what the pods
+// report, when one of them is failing.
+func (r *EmbeddingServerReconciler) reconcileDiagnostics(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	server := scope.server
+	if conditions.IsTrue(server, embedopsv1.ReadyCondition) {
+		return ctrl.Result{}, nil
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
+		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
+	}
+	if found := diagnose(pods.Items); found != nil {
+		conditions.MarkFalse(server, embedopsv1.ReadyCondition, found.Reason, "%s", found.Message)
+	}
+	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+}
+
+// availability is the Ready condition the StatefulSet supports.
+type availability struct {
+	ready   bool
+	reason  string
+	message string
+}
+
+// availabilityOf compares the ready replicas of the StatefulSet (nil when it
+// does not exist yet) with the desired replicas: Available when all are
+// ready, ScaledToZero when none are desired and none run, Initializing
+// otherwise. Status of an older StatefulSet generation is not trusted.
+func availabilityOf(desired int32, statefulSet *appsv1.StatefulSet) availability {
+	switch {
+	case desired == 0 && (statefulSet == nil || statefulSet.Status.Replicas == 0):
+		return availability{true, embedopsv1.ScaledToZeroReason, "scaled to zero replicas"}
+	case statefulSet == nil:
+		return availability{false, embedopsv1.InitializingReason, fmt.Sprintf("0/%d replicas ready", desired)}
+	}
+	progress := fmt.Sprintf("%d/%d replicas ready", statefulSet.Status.ReadyReplicas, desired)
+	switch {
+	case desired == 0:
+		return availability{false, embedopsv1.InitializingReason, fmt.Sprintf("scaling to zero: %d replicas remain", statefulSet.Status.Replicas)}
+	case statefulSet.Status.ObservedGeneration < statefulSet.Generation:
+		return availability{false, embedopsv1.InitializingReason, fmt.Sprintf("%s; StatefulSet generation %d not observed yet", progress, statefulSet.Generation)}
+	case statefulSet.Status.ReadyReplicas >= desired:
+		return availability{true, embedopsv1.AvailableReason, progress}
+	default:
+		return availability{false, embedopsv1.InitializingReason, progress}
+	}
+}
+
+// serviceURL is the in-cluster address of the client Service.
+func serviceURL(service *corev1.Service) string {
+	if service == nil || len(service.Spec.Ports) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", service.Name, service.Namespace, service.Spec.Ports[0].Port)
+}
+
+// finalizeStatus completes the kstatus conditions from the outcome, derives
+// the phase, emits transition events and writes the status in one patch.
+// observedGeneration is set when the generation was fully handled: on
+// success and on a terminal error, which only a new spec (or a referenced
+// object) can change.
+func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *serverScope, patcher *patch.SerialPatcher, reconcileErr error) error {
+	server := scope.server
+	deleting := !server.DeletionTimestamp.IsZero()
+	terminal := errors.Is(reconcileErr, reconcile.TerminalError(nil))
+	switch {
+	case deleting:
+	case reconcileErr == nil && conditions.IsTrue(server, embedopsv1.ReadyCondition):
+		conditions.Delete(server, embedopsv1.StalledCondition)
+		conditions.Delete(server, embedopsv1.ReconcilingCondition)
+	case reconcileErr == nil:
+		conditions.MarkReconciling(server, embedopsv1.ProgressingReason, "%s", conditions.GetMessage(server, embedopsv1.ReadyCondition))
+	case !terminal:
+		conditions.MarkReconciling(server, embedopsv1.ProgressingWithRetryReason, "%s", reconcileErr.Error())
+		conditions.MarkFalse(server, embedopsv1.ReadyCondition, embedopsv1.ProgressingWithRetryReason, "%s", reconcileErr.Error())
+	}
+	server.Status.Phase = serverPhase(server, scope.phaseBefore)
+	if reconcileErr != nil {
+		reconcileFailures.WithLabelValues(conditions.GetReason(server, embedopsv1.ReadyCondition)).Inc()
+	}
+	if !deleting {
+		r.eventReadyTransition(scope)
+	}
+
+	options := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(embedopsv1.StatusFieldManager)}
+	if !deleting && (reconcileErr == nil || terminal) {
+		options = append(options, patch.WithStatusObservedGeneration{})
+	}
+	patchErr := patcher.Patch(ctx, server, options...)
+	if deleting {
+		// Without the finalizer the server may be gone before its status.
+		patchErr = kerrors.FilterOut(patchErr, apierrors.IsNotFound)
+	}
+	r.metrics.RecordReadiness(ctx, server)
+	r.metrics.RecordReconciling(ctx, server)
+	r.metrics.RecordStalled(ctx, server)
+	if patchErr != nil {
+		return errors.Join(reconcileErr, fmt.Errorf("patching the status: %w", patchErr))
+	}
+	return reconcileErr
+}
+
+// eventReadyTransition emits an event when Ready changes reason, except for
+// stalls, whose event stall emits on every attempt.
+func (r *EmbeddingServerReconciler) eventReadyTransition(scope *serverScope) {
+	ready := conditions.Get(scope.server, embedopsv1.ReadyCondition)
+	if ready == nil || conditions.IsTrue(scope.server, embedopsv1.StalledCondition) {
+		return
+	}
+	if before := scope.readyBefore; before != nil && before.Status == ready.Status && before.Reason == ready.Reason {
+		return
+	}
+	switch {
+	case ready.Status == metav1.ConditionTrue:
+		r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)
+	case slices.Contains(degradedReasons, ready.Reason):
+		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, ready.Reason, "Reconcile", "%s", ready.Message)
+	}
+}
+
+// serverPhase derives status.phase from the conditions alone, so the same
+// conditions always give the same phase. A transient error keeps the
+// previous phase rather than flapping to Pending.
+func serverPhase(server *embedopsv1.EmbeddingServer, previous embedopsv1.ServerPhase) embedopsv1.ServerPhase {
+	readyReason := conditions.GetReason(server, embedopsv1.ReadyCondition)
+	switch {
+	case !server.DeletionTimestamp.IsZero():
+		return embedopsv1.PhaseTerminating
+	case conditions.IsTrue(server, embedopsv1.StalledCondition):
+		return embedopsv1.PhaseFailed
+	case conditions.IsTrue(server, embedopsv1.ReadyCondition) && readyReason == embedopsv1.ScaledToZeroReason:
+		return embedopsv1.PhaseScaledToZero
+	case conditions.IsTrue(server, embedopsv1.ReadyCondition):
+		return embedopsv1.PhaseReady
+	case slices.Contains(degradedReasons, readyReason):
+		return embedopsv1.PhaseDegraded
+	case readyReason == embedopsv1.DownloadingReason,
+		conditions.IsFalse(server, embedopsv1.ModelReadyCondition) && conditions.GetReason(server, embedopsv1.ModelReadyCondition) == embedopsv1.DownloadingReason:
+		return embedopsv1.PhaseDownloading
+	case readyReason == embedopsv1.ProgressingWithRetryReason && previous != "":
+		return previous
+	default:
+		return embedopsv1.PhasePending
+	}
+}

@@ -1,0 +1,42 @@
+package controller
+
+import (
+	"time"
+
+	fluxmetrics "github.com/fluxcd/pkg/runtime/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Prometheus collectors, registered once per process on controller-runtime's
+// registry, which the manager serves. They are process-wide like the
+// registry itself, so several managers (as in the tests) share them.
+var (
+	// phaseDuration is how long each reconcile phase takes.
+	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "embedops_reconcile_phase_duration_seconds",
+		Help:    "Duration of one phase of an EmbeddingServer reconcile.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+	}, []string{"phase"})
+
+	// reconcileFailures counts reconciles that ended in an error, by the
+	// reason of the condition they set.
+	reconcileFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "embedops_reconcile_failures_total",
+		Help: "EmbeddingServer reconciles that ended in an error, by condition reason.",
+	}, []string{"reason"})
+
+	// readiness records the GitOps Toolkit condition, suspend and duration
+	// gauges (gotk_reconcile_condition and friends).
+	readiness = fluxmetrics.NewRecorder()
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(phaseDuration, reconcileFailures)
+	ctrlmetrics.Registry.MustRegister(readiness.Collectors()...)
+}
+
+// observePhase records the duration of a phase that started at start.
+func observePhase(phase string, start time.Time) {
+	phaseDuration.WithLabelValues(phase).Observe(time.Since(start).Seconds())
+}

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/embedops/embedops/test/harness"
+)
+
+// env is the envtest control plane shared by this package's tests; each test
+// works in a namespace of its own, reconciled by a manager of its own.
+var env *harness.Env
+
+func TestMain(m *testing.M) {
+	// EMBEDOPS_TEST_LOG=1 shows the managers' logs.
+	logger := logr.Discard()
+	if os.Getenv("EMBEDOPS_TEST_LOG") != "" {
+		logger = zap.New(zap.UseDevMode(true))
+	}
+	ctrl.SetLogger(logger)
+	os.Exit(harness.RunWithEnv(m, &env, harness.EnvOptions{}))
+}
+
+// testTimeout bounds every Eventually: envtest answers in milliseconds, so a
+// condition not reached by then is a bug.
+const testTimeout = 30 * time.Second
+
+// newG returns a Gomega for t with the package's Eventually timing.
+func newG(t *testing.T) *WithT {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(testTimeout)
+	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	g.SetDefaultConsistentlyDuration(2 * time.Second)
+	g.SetDefaultConsistentlyPollingInterval(100 * time.Millisecond)
+	return g
+}
+
+// startManager runs, until the test ends, a manager that reconciles the
+// namespace with the production cache and client options and the
+// reconcilers of SetupReconcilers. Its writes are counted.
+func startManager(t *testing.T, namespace string) *writeCounter {
+	t.Helper()
+	writes := newWriteCounter()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(writes.wrap)
+
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheOptions := CacheOptions()
+	cacheOptions.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   cacheOptions,
+		Client:  ClientOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Every test runs its own manager in this process.
+		Controller: config.Controller{SkipNameValidation: new(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating the manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := ManagerOptions{EmbeddingServer: EmbeddingServerReconcilerOptions{
+		MaxConcurrentReconciles: 2,
+		ProgressInterval:        5 * time.Second,
+	}}
+	if err := SetupReconcilers(ctx, mgr, opts); err != nil {
+		cancel()
+		t.Fatalf("setting up the reconcilers: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("running the manager: %v", err)
+		}
+	})
+	return writes
+}

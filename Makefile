@@ -11,7 +11,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT := $(BIN)/golangci-lint
 
 # Test binaries, each built from its module under test/tools/<set>.
-KUBE_TOOLS := kube-apiserver kube-controller-manager kube-scheduler
+KUBE_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 KWOK_TOOLS := kwok kwokctl
 FLUX_TOOLS := source-controller kustomize-controller
 TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) controller-gen golangci-lint

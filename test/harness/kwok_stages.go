@@ -1,0 +1,107 @@
+package harness
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Simulated pod states. A pod created with SimulateAnnotation set to one of
+// these values gets that state from the local cluster's kwok Stages instead
+// of becoming Ready; embedops users set it through the EmbeddingServer's
+// spec.podTemplate metadata.annotations. The annotation is read when kwok
+// first sees the pod, so removing it from the template takes effect with the
+// pods of the next rollout, which become Ready as usual.
+const (
+	// SimulateAnnotation names the state a new pod should be put in.
+	SimulateAnnotation = "embedops.dev/simulate"
+	// SimulateMessageAnnotation replaces the waiting message of simulated
+	// container states.
+	SimulateMessageAnnotation = "embedops.dev/simulate-message"
+	// SimulateRestartsAnnotation is the restartCount of CrashLoopBackOff and
+	// OOMKilled simulations; 3 when unset.
+	SimulateRestartsAnnotation = "embedops.dev/simulate-restarts"
+
+	// SimulateImagePullBackOff keeps the pod Pending with its containers
+	// waiting in ImagePullBackOff.
+	SimulateImagePullBackOff = "ImagePullBackOff"
+	// SimulateErrImagePull keeps the pod Pending with its containers waiting
+	// in ErrImagePull.
+	SimulateErrImagePull = "ErrImagePull"
+	// SimulateCreateContainerConfigError keeps the pod Pending with its
+	// containers waiting in CreateContainerConfigError.
+	SimulateCreateContainerConfigError = "CreateContainerConfigError"
+	// SimulateCrashLoopBackOff makes the pod Running with its containers
+	// waiting in CrashLoopBackOff after restarts that ended in Error.
+	SimulateCrashLoopBackOff = "CrashLoopBackOff"
+	// SimulateOOMKilled is SimulateCrashLoopBackOff whose last termination
+	// (lastState.terminated) has reason OOMKilled and exit code 137.
+	SimulateOOMKilled = "OOMKilled"
+	// SimulateNotReady makes the pod Running with its containers started but
+	// never ready, as while TEI loads its model.
+	SimulateNotReady = "NotReady"
+)
+
+// UnschedulableNodeSelector returns a nodeSelector that no node of the local
+// cluster matches. kwok only acts on pods bound to its nodes, so
+// Unschedulable is not a Stage: a pod with this selector stays Pending and
+// kube-scheduler sets its PodScheduled condition to False with reason
+// Unschedulable.
+func UnschedulableNodeSelector() map[string]string {
+	return map[string]string{"embedops.dev/unschedulable": "true"}
+}
+
+// stageFiles are the kwok Stages of the local cluster: kwok's default node
+// and pod stages (kwokctl drops its defaults when given any stage), with
+// pod-ready skipping simulated pods, and the simulations.
+//
+//go:embed stages/*.yaml
+var stageFiles embed.FS
+
+// kwokctlConfigVersion is the apiVersion of kwokctl's configuration.
+const kwokctlConfigVersion = "config.kwok.x-k8s.io/v1alpha1"
+
+// kwokctlConfiguration is the part of kwokctl's KwokctlConfiguration the
+// harness sets; kwokctl has no flags for these options.
+type kwokctlConfiguration struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Options    kwokctlOptions `json:"options"`
+}
+
+// kwokctlOptions are kwokctl options without flags.
+type kwokctlOptions struct {
+	// BindAddress is where every component listens.
+	BindAddress string `json:"bindAddress"`
+	// KubectlBinary is the kubectl kwokctl runs when none is in PATH.
+	KubectlBinary string `json:"kubectlBinary"`
+	// EtcdPeerPort is etcd's peer port.
+	EtcdPeerPort uint32 `json:"etcdPeerPort"`
+}
+
+// kwokctlConfig returns the file given to kwokctl with --config: its options
+// followed by every Stage in stageFiles.
+func kwokctlConfig(options kwokctlOptions) ([]byte, error) {
+	header, err := yaml.Marshal(kwokctlConfiguration{APIVersion: kwokctlConfigVersion, Kind: "KwokctlConfiguration", Options: options})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the kwokctl configuration: %w", err)
+	}
+	var out bytes.Buffer
+	out.Write(header)
+	names, err := fs.Glob(stageFiles, "stages/*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("listing kwok stages: %w", err)
+	}
+	for _, name := range names {
+		stage, err := stageFiles.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("reading kwok stage %s: %w", name, err)
+		}
+		out.WriteString("---\n")
+		out.Write(stage)
+	}
+	return out.Bytes(), nil
+}

@@ -1,0 +1,127 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+)
+
+// The local cluster's storage.
+const (
+	// ProvisionerName is the provisioner of DefaultStorageClass.
+	ProvisionerName = "embedops.dev/test-provisioner"
+	// DefaultStorageClass is the default StorageClass: it binds claims
+	// immediately and deletes their volumes with them.
+	DefaultStorageClass = "standard"
+)
+
+// supportedAccessModes are the access modes the test provisioner accepts.
+var supportedAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany}
+
+// hostPathProvisioner provisions a hostPath PersistentVolume under dir for
+// each claim. Pods are simulated, so nothing ever mounts it; the directory
+// only shows that Delete ran.
+type hostPathProvisioner struct {
+	dir string
+}
+
+// Provision creates the claim's directory and returns its volume; the
+// library adds the claimRef, the class and the provisioned-by annotation.
+func (p *hostPathProvisioner) Provision(_ context.Context, options controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
+	claim := options.PVC
+	if claim.Spec.Selector != nil {
+		return nil, controller.ProvisioningFinished, errors.New("claim selectors are not supported")
+	}
+	for _, mode := range claim.Spec.AccessModes {
+		if !slices.Contains(supportedAccessModes, mode) {
+			return nil, controller.ProvisioningFinished, fmt.Errorf("access mode %s is not supported", mode)
+		}
+	}
+	path := filepath.Join(p.dir, options.PVName)
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return nil, controller.ProvisioningFinished, fmt.Errorf("creating the volume directory: %w", err)
+	}
+	reclaim := corev1.PersistentVolumeReclaimDelete
+	if options.StorageClass.ReclaimPolicy != nil {
+		reclaim = *options.StorageClass.ReclaimPolicy
+	}
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: options.PVName},
+		Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeReclaimPolicy: reclaim,
+			AccessModes:                   claim.Spec.AccessModes,
+			VolumeMode:                    claim.Spec.VolumeMode,
+			MountOptions:                  options.StorageClass.MountOptions,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: path, Type: new(corev1.HostPathDirectoryOrCreate)},
+			},
+		},
+	}, controller.ProvisioningFinished, nil
+}
+
+// Delete removes the volume's directory, ignoring volumes outside dir.
+func (p *hostPathProvisioner) Delete(_ context.Context, volume *corev1.PersistentVolume) error {
+	source := volume.Spec.HostPath
+	if source == nil || !strings.HasPrefix(source.Path, p.dir+string(filepath.Separator)) {
+		return &controller.IgnoredError{Reason: "the volume is not under the provisioner's directory"}
+	}
+	if err := os.RemoveAll(source.Path); err != nil {
+		return fmt.Errorf("removing the volume directory: %w", err)
+	}
+	return nil
+}
+
+// defaultStorageClass is DefaultStorageClass: the cluster's default class,
+// served by ProvisionerName.
+func defaultStorageClass() *storagev1.StorageClass {
+	return &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        DefaultStorageClass,
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+		},
+		Provisioner:       ProvisionerName,
+		ReclaimPolicy:     new(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: new(storagev1.VolumeBindingImmediate),
+	}
+}
+
+// startProvisioner runs the test provisioner for ProvisionerName until stop
+// is called; stop returns once the controller and its workers have. It logs
+// to logger, which should not be the test's output: the library is chatty.
+func startProvisioner(clientset kubernetes.Interface, dir string, logger logr.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logger))
+	provisioner := controller.NewProvisionController(ctx, clientset, ProvisionerName, &hostPathProvisioner{dir: dir},
+		// One process, one provisioner: leader election only delays the
+		// start, and losing the lease would exit the test binary.
+		controller.LeaderElection(false),
+		// Retry failures within seconds rather than backing off for minutes.
+		controller.RateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](250*time.Millisecond, 5*time.Second)),
+	)
+	var workers sync.WaitGroup
+	provisioner.ControllerWaitGroup(&workers)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		provisioner.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+		workers.Wait()
+	}
+}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/harness"
+)
+
+// settle bounds how long a server may take to reach a state on 2 cores.
+const settle = 3 * time.Minute
+
+func newServer(namespace, name string, podTemplate map[string]any) *embedopsv1.EmbeddingServer {
+	server := &embedopsv1.EmbeddingServer{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: "BAAI/bge-small-en-v1.5"}},
+	}
+	if podTemplate != nil {
+		raw, _ := json.Marshal(podTemplate)
+		server.Spec.PodTemplate = &apiextensionsv1.JSON{Raw: raw}
+	}
+	return server
+}
+
+// simulated is a pod template patch that asks kwok for a pod state.
+func simulated(state string) map[string]any {
+	return map[string]any{"metadata": map[string]any{"annotations": map[string]any{harness.SimulateAnnotation: state}}}
+}
+
+// unschedulable is a pod template patch no node can satisfy.
+func unschedulable() map[string]any {
+	selector := map[string]any{}
+	for k, v := range harness.UnschedulableNodeSelector() {
+		selector[k] = v
+	}
+	return map[string]any{"spec": map[string]any{"nodeSelector": selector}}
+}
+
+// expectReady waits until the server's Ready condition has status and reason.
+func expectReady(t *testing.T, key client.ObjectKey, status metav1.ConditionStatus, reason string) *embedopsv1.EmbeddingServer {
+	t.Helper()
+	server := &embedopsv1.EmbeddingServer{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(t.Context(), key, server)).To(Succeed())
+		ready := conditions.Get(server, embedopsv1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(status), "Ready is %s/%s: %s", ready.Status, ready.Reason, ready.Message)
+		g.Expect(ready.Reason).To(Equal(reason), "Ready is %s/%s: %s", ready.Status, ready.Reason, ready.Message)
+		g.Expect(server.Status.ObservedGeneration).To(Equal(server.Generation))
+	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
+	return server
+}
+
+// update changes a server, retrying on conflicts with the controller.
+func update(t *testing.T, key client.ObjectKey, change func(*embedopsv1.EmbeddingServer)) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		server := &embedopsv1.EmbeddingServer{}
+		if err := cluster.Client.Get(t.Context(), key, server); err != nil {
+			return err
+		}
+		change(server)
+		return cluster.Client.Update(t.Context(), server)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+func TestKubectlWaitsForAReadyServer(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	namespace := cluster.Namespace(t)
+	g.Expect(cluster.Client.Create(t.Context(), newServer(namespace, "minimal", nil))).To(Succeed())
+
+	root, err := harness.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	wait := exec.CommandContext(t.Context(), filepath.Join(root, "bin", "kubectl"), "--kubeconfig", cluster.Kubeconfig,
+		"wait", "--for=condition=Ready", "es/minimal", "-n", namespace, "--timeout="+settle.String())
+	out, err := wait.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "kubectl wait: %s", out)
+	g.Expect(string(out)).To(ContainSubstring("condition met"))
+}
+
+func TestPodFailuresAppearOnReadyAndClear(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		reason string
+		patch  map[string]any
+	}{
+		{embedopsv1.ImagePullBackOffReason, simulated("ImagePullBackOff")},
+		{embedopsv1.ErrImagePullReason, simulated("ErrImagePull")},
+		{embedopsv1.CreateContainerConfigErrorReason, simulated("CreateContainerConfigError")},
+		{embedopsv1.CrashLoopBackOffReason, simulated("CrashLoopBackOff")},
+		{embedopsv1.OOMKilledReason, simulated("OOMKilled")},
+		{embedopsv1.UnschedulableReason, unschedulable()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			t.Parallel()
+			namespace := cluster.Namespace(t)
+			server := newServer(namespace, "failing", tc.patch)
+			NewWithT(t).Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
+			key := client.ObjectKeyFromObject(server)
+
+			failing := expectReady(t, key, metav1.ConditionFalse, tc.reason)
+			NewWithT(t).Expect(conditions.GetMessage(failing, embedopsv1.ReadyCondition)).To(ContainSubstring("failing-0"), "the message names the pod")
+
+			update(t, key, func(s *embedopsv1.EmbeddingServer) { s.Spec.PodTemplate = nil })
+			expectReady(t, key, metav1.ConditionTrue, embedopsv1.AvailableReason)
+		})
+	}
+}
+
+func TestScalingReportsTheRightReasons(t *testing.T) {
+	t.Parallel()
+	namespace := cluster.Namespace(t)
+	server := newServer(namespace, "scaled", nil)
+	NewWithT(t).Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
+	key := client.ObjectKeyFromObject(server)
+	expectReady(t, key, metav1.ConditionTrue, embedopsv1.AvailableReason)
+
+	for _, step := range []struct {
+		replicas int32
+		reason   string
+	}{
+		{3, embedopsv1.AvailableReason},
+		{0, embedopsv1.ScaledToZeroReason},
+		{1, embedopsv1.AvailableReason},
+	} {
+		update(t, key, func(s *embedopsv1.EmbeddingServer) { s.Spec.Replicas = ptr.To(step.replicas) })
+		scaled := expectReady(t, key, metav1.ConditionTrue, step.reason)
+		NewWithT(t).Expect(scaled.Status.ReadyReplicas).To(Equal(step.replicas))
+		NewWithT(t).Expect(scaled.Status.Phase).To(Equal(map[bool]embedopsv1.ServerPhase{true: embedopsv1.PhaseScaledToZero, false: embedopsv1.PhaseReady}[step.replicas == 0]))
+	}
+}

@@ -75,4 +75,3 @@ func startController() (func(), error) {
 		}
 	}, nil
 }
-

@@ -51,6 +51,9 @@ var clusterComponents = []string{"etcd", "kube-apiserver", "kube-controller-mana
 type ClusterOptions struct {
 	// Nodes is the number of kwok nodes; zero means 2.
 	Nodes int
+	// AuditPolicy is the path of a kube-apiserver audit policy; when set,
+	// the API server writes its audit log to AuditLogPath.
+	AuditPolicy string
 }
 
 // Cluster is a local cluster run by kwokctl from the binaries in ./bin:
@@ -138,7 +141,7 @@ func (c *Cluster) start(ctx context.Context, opts ClusterOptions, binaries map[s
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
 		return fmt.Errorf("writing the kwokctl configuration: %w", err)
 	}
-	if err := c.run(ctx, "--config", configPath, "create", "cluster",
+	args := []string{"--config", configPath, "create", "cluster",
 		"--runtime", "binary",
 		"--components", strings.Join(clusterComponents, ","),
 		"--disable", "metrics-server,prometheus,jaeger,dashboard",
@@ -155,7 +158,11 @@ func (c *Cluster) start(ctx context.Context, opts ClusterOptions, binaries map[s
 		"--disable-qps-limits",
 		"--quiet-pull",
 		"--kubeconfig", c.Kubeconfig,
-	); err != nil {
+	}
+	if opts.AuditPolicy != "" {
+		args = append(args, "--kube-audit-policy", opts.AuditPolicy)
+	}
+	if err := c.run(ctx, args...); err != nil {
 		return err
 	}
 	if err := c.connect(); err != nil {

@@ -22,6 +22,12 @@ func (c *Cluster) clusterDir() string {
 	return filepath.Join(c.dir, "kwok", "clusters", c.Name)
 }
 
+// AuditLogPath is where kube-apiserver writes its audit log when the
+// cluster was started with ClusterOptions.AuditPolicy.
+func (c *Cluster) AuditLogPath() string {
+	return filepath.Join(c.clusterDir(), "logs", "audit.log")
+}
+
 // componentPIDs reads the pid files kwokctl writes for the components it
 // starts, by component name.
 func (c *Cluster) componentPIDs() map[string]int {

@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// AuditPolicy logs every request's metadata once, when its response is
+// complete: enough to count requests by user agent, verb and resource.
+const AuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted, Panic]
+rules:
+- level: Metadata
+`
+
+// Counts are API requests of one client, by "<resource>[/<subresource>]".
+type Counts struct {
+	// Requests counts every request, reads and dry runs included.
+	Requests map[string]int
+	// Writes counts create, update, patch and delete requests that were not
+	// dry runs: the requests that can change stored state.
+	Writes map[string]int
+}
+
+// Total adds up a count map.
+func Total(counts map[string]int) int {
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return total
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event that is counted.
+type auditEvent struct {
+	Stage      string `json:"stage"`
+	Verb       string `json:"verb"`
+	UserAgent  string `json:"userAgent"`
+	RequestURI string `json:"requestURI"`
+	ObjectRef  *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+}
+
+// writeVerbs are the audit verbs that change stored state.
+var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+
+// CountRequests reads an audit log and counts the completed requests whose
+// user agent starts with userAgent.
+func CountRequests(path, userAgent string) (Counts, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return Counts{}, fmt.Errorf("opening the audit log: %w", err)
+	}
+	defer func() { _ = file.Close() }()
+	counts := Counts{Requests: map[string]int{}, Writes: map[string]int{}}
+	scanner := bufio.NewScanner(file)
+	scanner.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for scanner.Scan() {
+		var event auditEvent
+		if err := json.Unmarshal(scanner.Bytes(), &event); err != nil {
+			return Counts{}, fmt.Errorf("parsing the audit log: %w", err)
+		}
+		if event.Stage != "ResponseComplete" || !strings.HasPrefix(event.UserAgent, userAgent) {
+			continue
+		}
+		resource := resourceOf(event)
+		counts.Requests[resource]++
+		if writeVerbs[event.Verb] && !isDryRun(event.RequestURI) {
+			counts.Writes[resource]++
+		}
+	}
+	return counts, scanner.Err()
+}
+
+// resourceOf names an event's resource and subresource.
+func resourceOf(event auditEvent) string {
+	switch {
+	case event.ObjectRef == nil:
+		return "(non-resource)"
+	case event.ObjectRef.Subresource != "":
+		return event.ObjectRef.Resource + "/" + event.ObjectRef.Subresource
+	default:
+		return event.ObjectRef.Resource
+	}
+}
+
+// isDryRun reports whether a request URI asks for a dry run.
+func isDryRun(requestURI string) bool {
+	parsed, err := url.Parse(requestURI)
+	return err == nil && parsed.Query().Get("dryRun") != ""
+}
+
+// Since returns the counts in after that are not in before.
+func Since(before, after Counts) Counts {
+	return Counts{Requests: subtract(after.Requests, before.Requests), Writes: subtract(after.Writes, before.Writes)}
+}
+
+func subtract(after, before map[string]int) map[string]int {
+	delta := map[string]int{}
+	for key, n := range after {
+		if d := n - before[key]; d != 0 {
+			delta[key] = d
+		}
+	}
+	return delta
+}

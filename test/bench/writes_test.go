@@ -18,6 +18,7 @@ import (
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/controller"
 	"github.com/embedops/embedops/test/harness"
+	"github.com/embedops/embedops/test/operator"
 )
 
 // controllerAgent is the user agent the benchmarked controller sends, so
@@ -125,7 +126,7 @@ func startAuditedCluster() (*harness.Cluster, func(), error) {
 			_ = os.RemoveAll(dir)
 		}
 	}
-	if err := harness.InstallCRDs(cluster.Config); err != nil {
+	if err := operator.InstallCRDs(cluster.Config); err != nil {
 		stopAll(nil)()
 		return nil, nil, err
 	}
@@ -133,7 +134,7 @@ func startAuditedCluster() (*harness.Cluster, func(), error) {
 	cfg.UserAgent = controllerAgent
 	opts := controller.ManagerOptions{MetricsAddr: "0", HealthAddr: "0"}
 	opts.EmbeddingServer.ProgressInterval = 2 * time.Second
-	stopController, err := harness.RunController(cfg, opts)
+	stopController, err := operator.Run(cfg, opts)
 	if err != nil {
 		stopAll(nil)()
 		return nil, nil, err

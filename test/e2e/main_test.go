@@ -9,6 +9,7 @@ import (
 
 	"github.com/embedops/embedops/internal/controller"
 	"github.com/embedops/embedops/test/harness"
+	"github.com/embedops/embedops/test/operator"
 )
 
 // cluster is the local cluster every test shares, with embedops' CRDs and
@@ -43,10 +44,10 @@ func run(m *testing.M) int {
 // startController installs the CRDs and runs the manager with metrics and
 // probes off.
 func startController() (func(), error) {
-	if err := harness.InstallCRDs(cluster.Config); err != nil {
+	if err := operator.InstallCRDs(cluster.Config); err != nil {
 		return nil, err
 	}
 	opts := controller.ManagerOptions{MetricsAddr: "0", HealthAddr: "0"}
 	opts.EmbeddingServer.ProgressInterval = 2 * time.Second
-	return harness.RunController(cluster.Config, opts)
+	return operator.Run(cluster.Config, opts)
 }

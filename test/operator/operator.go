@@ -1,4 +1,7 @@
-package harness
+// Package operator runs embedops itself in tests, benchmarks and make dev:
+// it installs the CRDs and starts the manager in-process. It is apart from
+// test/harness because internal/controller's own tests use the harness.
+package operator
 
 import (
 	"context"
@@ -10,12 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/embedops/embedops/internal/controller"
+	"github.com/embedops/embedops/test/harness"
 )
 
 // InstallCRDs installs embedops' CRDs from config/crd/bases and waits until
 // the API server serves them.
 func InstallCRDs(cfg *rest.Config) error {
-	root, err := RepoRoot()
+	root, err := harness.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -27,9 +31,9 @@ func InstallCRDs(cfg *rest.Config) error {
 	return nil
 }
 
-// RunController runs embedops' manager in this process, as `make run`
+// Run runs embedops' manager in this process, as `make run`
 // would, and returns a function that stops it.
-func RunController(cfg *rest.Config, opts controller.ManagerOptions) (func(), error) {
+func Run(cfg *rest.Config, opts controller.ManagerOptions) (func(), error) {
 	mgr, err := controller.NewManager(cfg, opts)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,16 @@
 //     uncached Get only to check that its key exists.
 //   - status.phase is a pure function of the conditions (serverPhase).
 //
+// Invariants of the ModelCacheBinding lifecycle (DESIGN §4):
+//   - A server adds its reference only to an Active binding, with a
+//     Status().Update carrying the resourceVersion it read; a Retiring or
+//     Released binding is never revived, the server gets a suffixed one.
+//   - A binding moves to Retiring with the resourceVersion it was read at
+//     with zero references, so a concurrent reference makes it a Conflict.
+//     Binding status is therefore written with Update, not a patch.
+//   - Claims are deleted only by a Retiring binding, with UID and
+//     resourceVersion preconditions; drift never deletes anything.
+//
 // The RBAC markers below are the controller's whole permission set; `make
 // manifests` turns them into config/rbac/role.yaml. Secrets are read as
 // metadata and, for a referenced token key only, by get: never listed with

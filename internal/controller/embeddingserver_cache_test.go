@@ -11,47 +11,45 @@ import (
 	"github.com/embedops/embedops/internal/decision"
 )
 
-func TestCacheForFollowsTheDecision(t *testing.T) {
-	perReplica := embeddingServer("models", "tei", withCacheSize("40Gi"), func(s *embedopsv1.EmbeddingServer) {
-		s.Spec.Cache.StorageClassName = "fast"
-	})
-	d, err := decision.For(perReplica)
+// decisionOf is the cache decision of a test server.
+func decisionOf(t *testing.T, server *embedopsv1.EmbeddingServer) *decision.Decision {
+	t.Helper()
+	d, err := decision.For(server)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return d
+}
+
+func TestCacheOfFollowsTheDecisionAndTheBinding(t *testing.T) {
+	perReplica := decisionOf(t, embeddingServer("models", "tei", withCacheSize("40Gi"), func(s *embedopsv1.EmbeddingServer) {
+		s.Spec.Cache.StorageClassName = "fast"
+	}))
 
 	t.Run("per replica", func(t *testing.T) {
 		g := NewWithT(t)
-		cache, err := cacheFor(perReplica)
-		g.Expect(err).NotTo(HaveOccurred())
+		cache := cacheOf(perReplica, decision.BindingName(perReplica))
 		g.Expect(cache.Mode).To(Equal(embedopsv1.CacheModePerReplica))
-		g.Expect(cache.TemplateName).To(Equal(decision.ClaimTemplateName(d)))
+		g.Expect(cache.TemplateName).To(Equal(decision.ClaimTemplateName(perReplica)))
 		g.Expect(cache.TemplateName).To(MatchRegexp(`^cache-[0-9a-f]{10}$`))
 		g.Expect(cache.StorageClassName).To(Equal("fast"))
 		g.Expect(cache.Size.Cmp(resource.MustParse("40Gi"))).To(BeZero())
 		g.Expect(cache.AccessModes).To(Equal([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}))
 	})
+	t.Run("a suffixed binding has its own template", func(t *testing.T) {
+		g := NewWithT(t)
+		cache := cacheOf(perReplica, decision.BindingName(perReplica)+"-3")
+		g.Expect(cache.TemplateName).To(Equal(decision.ClaimTemplateName(perReplica) + "-3"))
+	})
 	t.Run("a new size is a new template", func(t *testing.T) {
 		g := NewWithT(t)
-		cache, err := cacheFor(embeddingServer("models", "tei", withCacheSize("80Gi")))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cache.TemplateName).NotTo(Equal(decision.ClaimTemplateName(d)))
+		other := decisionOf(t, embeddingServer("models", "tei", withCacheSize("80Gi")))
+		g.Expect(cacheOf(other, decision.BindingName(other)).TemplateName).NotTo(Equal(decision.ClaimTemplateName(perReplica)))
 	})
-	t.Run("shared", func(t *testing.T) {
+	t.Run("shared mounts the binding's claim", func(t *testing.T) {
 		g := NewWithT(t)
-		cache, err := cacheFor(embeddingServer("models", "tei", withCacheMode(embedopsv1.CacheModeShared)))
-		g.Expect(err).NotTo(HaveOccurred())
+		shared := decisionOf(t, embeddingServer("models", "tei", withCacheMode(embedopsv1.CacheModeShared)))
+		cache := cacheOf(shared, "bge-small-en-v1-5-abc-2")
 		g.Expect(cache.Mode).To(Equal(embedopsv1.CacheModeShared))
-		g.Expect(cache.ClaimName).NotTo(BeEmpty())
+		g.Expect(cache.ClaimName).To(Equal("bge-small-en-v1-5-abc-2"))
 		g.Expect(cache.TemplateName).To(BeEmpty())
-	})
-	t.Run("none", func(t *testing.T) {
-		g := NewWithT(t)
-		cache, err := cacheFor(embeddingServer("models", "tei", withCacheMode(embedopsv1.CacheModeNone)))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cache).To(BeNil())
-	})
-	t.Run("invalid", func(t *testing.T) {
-		g := NewWithT(t)
-		_, err := cacheFor(embeddingServer("models", "tei", withCacheMode("Local")))
-		g.Expect(err).To(MatchError(decision.ErrInvalidSpec))
 	})
 }

@@ -24,26 +24,19 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
-	"github.com/embedops/embedops/internal/decision"
 )
 
 // persistentVolumeClaimKind is never pruned or deleted by a server: only a
 // binding releases cache claims.
 var persistentVolumeClaimKind = schema.GroupKind{Kind: "PersistentVolumeClaim"}
 
-// buildChildren builds the StatefulSet and Services. A spec the builder or
-// the cache decision refuses stalls the server as ConfigurationInvalid;
-// nothing is applied and the running children are left as they are.
+// buildChildren builds the StatefulSet and Services with the binding's
+// cache. A spec the builder refuses stalls the server as
+// ConfigurationInvalid; nothing is applied and the running children are left
+// as they are.
 func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
-	cache, err := cacheFor(server)
-	if err != nil {
-		if errors.Is(err, decision.ErrInvalidSpec) {
-			return ctrl.Result{}, r.refuseSpec(scope, err)
-		}
-		return ctrl.Result{}, err
-	}
-	statefulSet, err := builder.StatefulSet(server, cache)
+	statefulSet, err := builder.StatefulSet(server, scope.cache)
 	if err != nil {
 		if errors.Is(err, builder.ErrInvalidPodTemplate) {
 			return ctrl.Result{}, r.refuseSpec(scope, err)
@@ -187,7 +180,7 @@ func (r *EmbeddingServerReconciler) pruneChildren(ctx context.Context, scope *se
 }
 
 // reconcileDelete removes the server's children, never its cache claims,
-// then lets the server go. Owner references would let the garbage collector
+// and its references to bindings, then lets the server go. Owner references would let the garbage collector
 // do the same, but the finalizer makes the removal explicit and ordered.
 func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
@@ -196,6 +189,9 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	}
 	if err := r.deleteEntries(ctx, server, deletableEntries(server)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting children: %w", err)
+	}
+	if err := r.leaveBindings(ctx, server, ""); err != nil {
+		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(server, embedopsv1.ServerFinalizer)
 	ctrl.LoggerFrom(ctx).Info("deleted children")

@@ -28,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/provenance"
 )
 
 // DefaultProgressInterval is how often a server whose pods are not ready yet
@@ -60,7 +62,9 @@ type EmbeddingServerReconciler struct {
 	events           events.Recorder
 	metrics          fluxcontroller.Metrics
 	resources        *ssa.ResourceManager
+	provenance       *provenance.Resolver
 	progressInterval time.Duration
+	now              func() time.Time
 }
 
 // serverScope is what the phases of one reconcile share.
@@ -77,6 +81,12 @@ type serverScope struct {
 	children []*unstructured.Unstructured
 	// service is the desired client Service, the source of status.url.
 	service *corev1.Service
+	// cache is the model cache of the binding in use, nil for mode None;
+	// set by reconcileBinding.
+	cache *builder.Cache
+	// halted stops the remaining phases: a phase is waiting, and said on
+	// what in the conditions.
+	halted bool
 }
 
 // phase is one step of a reconcile. It changes the scope's server status and
@@ -96,6 +106,8 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 	r.client, r.apiReader, r.events = mgr.GetClient(), mgr.GetAPIReader(), recorder
 	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
+	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader()}
+	r.now = time.Now
 	r.progressInterval = opts.ProgressInterval
 	if r.progressInterval <= 0 {
 		r.progressInterval = DefaultProgressInterval
@@ -146,6 +158,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"finalizer", r.reconcileFinalizer},
 		{"request", r.reconcileRequest},
 		{"accept", r.reconcileAccepted},
+		{"binding", r.reconcileBinding},
 		{"build", r.buildChildren},
 		{"ownership", r.checkOwnership},
 		{"apply", r.applyChildren},
@@ -165,7 +178,7 @@ func newServerScope(server *embedopsv1.EmbeddingServer) *serverScope {
 	}
 }
 
-// runPhases runs the phases in order, stopping at the first error, and
+// runPhases runs the phases in order, stopping at the first error or halt, and
 // returns the soonest requeue any of them asked for.
 func (r *EmbeddingServerReconciler) runPhases(ctx context.Context, scope *serverScope, phases []phase) (ctrl.Result, error) {
 	var result ctrl.Result
@@ -178,6 +191,9 @@ func (r *EmbeddingServerReconciler) runPhases(ctx context.Context, scope *server
 		}
 		if res.RequeueAfter > 0 && (result.RequeueAfter == 0 || res.RequeueAfter < result.RequeueAfter) {
 			result.RequeueAfter = res.RequeueAfter
+		}
+		if scope.halted {
+			break
 		}
 	}
 	return result, nil

@@ -28,6 +28,7 @@ var ownedConditions = []string{
 	embedopsv1.ReconcilingCondition,
 	embedopsv1.StalledCondition,
 	embedopsv1.AcceptedCondition,
+	embedopsv1.CacheReadyCondition,
 }
 
 // degradedReasons are the Ready=False reasons of failing pods.

@@ -28,6 +28,8 @@ type ManagerOptions struct {
 	LeaderElection leaderelection.Options
 	// EmbeddingServer configures the EmbeddingServer reconciler.
 	EmbeddingServer EmbeddingServerReconcilerOptions
+	// ModelCacheBinding configures the ModelCacheBinding reconciler.
+	ModelCacheBinding ModelCacheBindingReconcilerOptions
 }
 
 // NewScheme returns the scheme of every kind the controller reads.
@@ -74,6 +76,9 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions) error {
 	if err := (&EmbeddingServerReconciler{}).SetupWithManager(ctx, mgr, opts.EmbeddingServer); err != nil {
 		return fmt.Errorf("setting up the EmbeddingServer reconciler: %w", err)
+	}
+	if err := (&ModelCacheBindingReconciler{}).SetupWithManager(ctx, mgr, opts.ModelCacheBinding); err != nil {
+		return fmt.Errorf("setting up the ModelCacheBinding reconciler: %w", err)
 	}
 	return nil
 }

@@ -74,10 +74,13 @@ func startManager(t *testing.T, namespace string) *writeCounter {
 		t.Fatalf("creating the manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := ManagerOptions{EmbeddingServer: EmbeddingServerReconcilerOptions{
-		MaxConcurrentReconciles: 2,
-		ProgressInterval:        5 * time.Second,
-	}}
+	opts := ManagerOptions{
+		EmbeddingServer: EmbeddingServerReconcilerOptions{
+			MaxConcurrentReconciles: 2,
+			ProgressInterval:        5 * time.Second,
+		},
+		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond},
+	}
 	if err := SetupReconcilers(ctx, mgr, opts); err != nil {
 		cancel()
 		t.Fatalf("setting up the reconcilers: %v", err)

@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/internal/provenance"
+	"github.com/embedops/embedops/test/harness"
+)
+
+func TestSharedServersShareOneBindingAndOneClaim(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace)
+	first := createServer(t, g, embeddingServer(namespace, "a", withCacheMode(embedopsv1.CacheModeShared)))
+	second := createServer(t, g, embeddingServer(namespace, "b", withCacheMode(embedopsv1.CacheModeShared)))
+
+	binding := waitForBinding(t, g, first, "")
+	g.Expect(waitForBinding(t, g, second, "").Name).To(Equal(binding.Name))
+	g.Eventually(func(g Gomega) {
+		b := getBinding(t, g, namespace, binding.Name)
+		g.Expect(b.Status.RequestReferences).To(HaveLen(2))
+		g.Expect(b.Spec.Resources.PersistentVolumeClaimNames).To(Equal([]string{binding.Name}))
+		var claims corev1.PersistentVolumeClaimList
+		g.Expect(env.Client.List(t.Context(), &claims, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(claims.Items).To(HaveLen(1))
+		claim := claims.Items[0]
+		g.Expect(claim.Name).To(Equal(binding.Name))
+		g.Expect(claim.Spec.AccessModes).To(Equal([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}))
+		g.Expect(claim.Labels).To(HaveKeyWithValue(embedopsv1.NamespaceLabel, namespace))
+		owner := metav1.GetControllerOf(&claim)
+		g.Expect(owner).NotTo(BeNil())
+		g.Expect(owner.UID).To(Equal(b.UID))
+	}).Should(Succeed())
+	waitForCondition(t, g, first, embedopsv1.CacheReadyCondition, metav1.ConditionFalse, embedopsv1.PendingReason)
+	sts := waitForStatefulSet(t, g, first)
+	g.Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", binding.Name)))
+
+	g.Expect(env.Client.Delete(t.Context(), getServer(t, g, first))).To(Succeed())
+	g.Eventually(isNotFound(t, &embedopsv1.EmbeddingServer{}, first)).Should(BeTrue())
+	b := getBinding(t, g, namespace, binding.Name)
+	g.Expect(b.Status.Phase).To(Equal(embedopsv1.BindingActive))
+	g.Expect(b.Status.RequestReferences).To(ConsistOf(HaveField("Name", "b")))
+	g.Expect(b.Status.IdleSince).To(BeNil())
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: binding.Name}, &corev1.PersistentVolumeClaim{})).To(Succeed())
+}
+
+func TestCacheModeNoneHasNoBinding(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace)
+	key := createServer(t, g, embeddingServer(namespace, "tei", withRetainFor(time.Hour)))
+	binding := waitForBinding(t, g, key, "")
+
+	updateServer(t, g, key, withCacheMode(embedopsv1.CacheModeNone), func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.RetainFor = nil })
+	g.Eventually(func(g Gomega) {
+		server := getServer(t, g, key)
+		g.Expect(server.Status.ObservedGeneration).To(Equal(server.Generation))
+		g.Expect(server.Status.CacheBinding).To(BeEmpty())
+		g.Expect(server.Status.Conditions).NotTo(ContainElement(HaveField("Type", embedopsv1.CacheReadyCondition)))
+		g.Expect(getBinding(t, g, namespace, binding.Name).Status.RequestReferences).To(BeEmpty())
+	}).Should(Succeed())
+	g.Expect(listBindings(t, g, namespace)).To(HaveLen(1))
+}
+
+func TestRestartBetweenCreateAndReferenceLeavesOneBinding(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	key := createServer(t, g, embeddingServer(namespace, "tei", withReplicas(2)))
+	server := getServer(t, g, key)
+	d := decisionOf(t, server)
+
+	// A controller that stopped right after creating the binding.
+	stopped := &EmbeddingServerReconciler{client: env.Client, apiReader: env.Client, provenance: &provenance.Resolver{Reader: env.Client}, now: time.Now}
+	created, err := stopped.bindingFor(t.Context(), server, d)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(created.Name).To(Equal(decision.BindingName(d)))
+	g.Expect(created.Status.RequestReferences).To(BeEmpty())
+
+	startManager(t, namespace)
+	g.Eventually(func(g Gomega) {
+		bindings := listBindings(t, g, namespace)
+		g.Expect(bindings).To(HaveLen(1))
+		g.Expect(bindings[0].Name).To(Equal(created.Name))
+		g.Expect(bindings[0].Status.RequestReferences).To(ConsistOf(HaveField("UID", server.UID)))
+		g.Expect(getServer(t, g, key).Status.CacheBinding).To(Equal(created.Name))
+	}).Should(Succeed())
+	requestReconcile(t, g, key)
+	bindings := listBindings(t, g, namespace)
+	g.Expect(bindings).To(HaveLen(1))
+	g.Expect(bindings[0].Status.RequestReferences).To(HaveLen(1))
+	g.Expect(bindings[0].Status.Phase).To(Equal(embedopsv1.BindingActive))
+}

@@ -68,6 +68,17 @@ ifdef CI
 endif
 	go test $(GO_TEST_FLAGS) ./...
 
+##@ Try it
+
+.PHONY: dev
+dev: $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS)) ## Run the operator and the examples on a local kwok cluster (pods are simulated).
+	go run ./test/dev
+
+.PHONY: dev-down
+dev-down: ## Stop a running make dev.
+	@if [ -f .dev/pid ]; then kill -TERM "$$(cat .dev/pid)"; echo "dev-down: asked make dev ($$(cat .dev/pid)) to stop"; \
+	else echo "dev-down: no make dev is running"; fi
+
 ##@ Build
 
 .PHONY: build

@@ -171,7 +171,8 @@ func (c *Cluster) start(ctx context.Context, opts ClusterOptions, binaries map[s
 	if err := c.poll(ctx, "kube-apiserver to be ready", c.apiServerReady); err != nil {
 		return err
 	}
-	if err := c.run(ctx, "scale", "node", "--replicas", fmt.Sprint(opts.Nodes)); err != nil {
+	// Every node also offers GPUs, so GPU servers schedule.
+	if err := c.run(ctx, "scale", "node", "--replicas", fmt.Sprint(opts.Nodes), "--param", `.allocatable."nvidia.com/gpu"=8`); err != nil {
 		return err
 	}
 	if err := c.startStorage(ctx); err != nil {

@@ -10,6 +10,12 @@ const (
 	NameLabel = "embedops.dev/name"
 	// NamespaceLabel is the owner's namespace on children.
 	NamespaceLabel = "embedops.dev/namespace"
+	// ServerUIDLabel is the UID of the server that created a binding; the
+	// released history of a server is found and pruned by it.
+	ServerUIDLabel = "embedops.dev/server-uid"
+	// BindingBaseLabel is the unsuffixed name of a binding's decision, so the
+	// successors of a retired binding are found by a label selector.
+	BindingBaseLabel = "embedops.dev/binding"
 	// SourceRevisionAnnotation declares the git revision of a manifest.
 	SourceRevisionAnnotation = "embedops.dev/source-revision"
 	// SourceRepositoryAnnotation declares the git repository of a manifest.

@@ -15,7 +15,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newDecideCommand(), newPopulateCommand(), newAuditCommand(), newCleanupCommand())
+	root.AddCommand(newVersionCommand(), newDecideCommand(), newPopulateCommand(), newAuditCommand(), newTraceCommand(), newCleanupCommand())
 	return root
 }
 

@@ -19,10 +19,10 @@ import (
 const (
 	// bindingServerLabel is the UID of the server that created a binding;
 	// Released history is pruned per value.
-	bindingServerLabel = "embedops.dev/server-uid"
+	bindingServerLabel = embedopsv1.ServerUIDLabel
 	// bindingBaseLabel is decision.BindingName of the binding's decision, so
 	// a suffixed binding of the same decision is found by a label selector.
-	bindingBaseLabel = "embedops.dev/binding"
+	bindingBaseLabel = embedopsv1.BindingBaseLabel
 )
 
 // newBindingGrace is how long a binding that was never referenced is kept

@@ -18,20 +18,32 @@ func main() {
 		opts          controller.ManagerOptions
 		clientOptions runtimeclient.Options
 		logOptions    logger.Options
+		endpointCheck string
 	)
 	flag.StringVar(&opts.MetricsAddr, "metrics-addr", ":8080", "The address the metrics endpoint binds to.")
 	flag.StringVar(&opts.HealthAddr, "health-addr", ":9440", "The address the health endpoint binds to.")
 	flag.IntVar(&opts.EmbeddingServer.MaxConcurrentReconciles, "concurrent", 4, "The number of EmbeddingServers reconciled at once.")
 	flag.DurationVar(&opts.EmbeddingServer.ProgressInterval, "progress-interval", controller.DefaultProgressInterval,
 		"How often a server whose pods are not ready is checked again when no event arrives.")
+	flag.StringVar(&endpointCheck, "endpoint-check", controller.EndpointCheckAuto,
+		"Whether ready pods are asked for TEI's /info through their Service: auto (on when running in a cluster), on or off.")
+	flag.DurationVar(&opts.EmbeddingServer.EndpointInterval, "endpoint-interval", controller.DefaultEndpointInterval,
+		"How often a ready server's /info is asked again when the endpoint check is on.")
 	opts.LeaderElection.BindFlags(flag.CommandLine)
 	clientOptions.BindFlags(flag.CommandLine)
 	logOptions.BindFlags(flag.CommandLine)
 	flag.Parse()
 
 	ctrl.SetLogger(logger.NewLogger(logOptions))
+	var err error
+	opts.EmbeddingServer.EndpointCheck, err = controller.ResolveEndpointCheck(endpointCheck, controller.InCluster)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctrl.Log.Info("endpoint check", "mode", endpointCheck, "enabled", opts.EmbeddingServer.EndpointCheck)
 	cfg := runtimeclient.GetConfigOrDie(clientOptions)
-	if err := controller.Run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
+	if err = controller.Run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -25,6 +25,13 @@
 //     metadata without annotations, and a token Secret is read with an
 //     uncached Get only to check that its key exists.
 //   - status.phase is a pure function of the conditions (serverPhase).
+//   - With the endpoint check on (ResolveEndpointCheck), an Available
+//     server's Service must answer TEI's /info, else Ready=False
+//     EndpointUnavailable and a requeue; status.served keeps the last
+//     answer then, and is cleared only when the check is off or the server
+//     is scaled to zero. A served commit other than the binding's
+//     resolvedCommit leaves Ready True, with a ServedRevisionMismatch
+//     Warning event when Ready's message did not note it yet.
 //
 // Invariants of the ModelCacheBinding lifecycle (DESIGN §4):
 //   - A server adds its reference only to an Active binding, with a

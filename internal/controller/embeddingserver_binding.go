@@ -54,6 +54,9 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		return ctrl.Result{}, err
 	}
 	scope.cache = cacheOf(d, binding.Name)
+	if binding.Status.Realized != nil {
+		scope.resolvedCommit = binding.Status.Realized.ResolvedCommit
+	}
 	server.Status.CacheBinding = binding.Name
 	return ctrl.Result{}, r.reportCacheReady(ctx, server, binding)
 }

@@ -36,6 +36,10 @@ import (
 // is looked at again when no watch event arrives first.
 const DefaultProgressInterval = 30 * time.Second
 
+// DefaultEndpointInterval is how often an Available server's /info is asked
+// again when the endpoint check is on.
+const DefaultEndpointInterval = time.Minute
+
 // tokenSecretIndex indexes EmbeddingServers by the name of their token
 // Secret, so a Secret event finds the servers that read it.
 const tokenSecretIndex = ".spec.model.tokenSecretRef.name"
@@ -51,6 +55,15 @@ type EmbeddingServerReconcilerOptions struct {
 	// ProgressInterval is how long to wait before looking again at a server
 	// whose pods are not ready; 0 means DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// EndpointCheck asks the pods of an Available server for TEI's /info
+	// through its Service; off where the controller cannot reach Services
+	// (see ResolveEndpointCheck).
+	EndpointCheck bool
+	// EndpointClient asks /info; nil means NewEndpointClient(nil).
+	EndpointClient EndpointClient
+	// EndpointInterval is how long to wait before asking an Available
+	// server's /info again; 0 means DefaultEndpointInterval.
+	EndpointInterval time.Duration
 }
 
 // EmbeddingServerReconciler runs TEI servers: it applies each
@@ -64,6 +77,9 @@ type EmbeddingServerReconciler struct {
 	resources        *ssa.ResourceManager
 	provenance       *provenance.Resolver
 	progressInterval time.Duration
+	endpointCheck    bool
+	endpoint         EndpointClient
+	endpointInterval time.Duration
 	now              func() time.Time
 }
 
@@ -77,6 +93,9 @@ type serverScope struct {
 	phaseBefore embedopsv1.ServerPhase
 	// inventoryBefore is the fetched inventory, the base of pruning.
 	inventoryBefore *embedopsv1.ResourceInventory
+	// resolvedCommit is the model commit the binding in use recorded, empty
+	// when unknown; set by reconcileBinding.
+	resolvedCommit string
 	// children are the desired children, built by buildChildren.
 	children []*unstructured.Unstructured
 	// service is the desired client Service, the source of status.url.
@@ -111,6 +130,14 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 	r.progressInterval = opts.ProgressInterval
 	if r.progressInterval <= 0 {
 		r.progressInterval = DefaultProgressInterval
+	}
+	r.endpointCheck, r.endpoint = opts.EndpointCheck, opts.EndpointClient
+	if r.endpoint == nil {
+		r.endpoint = NewEndpointClient(nil)
+	}
+	r.endpointInterval = opts.EndpointInterval
+	if r.endpointInterval <= 0 {
+		r.endpointInterval = DefaultEndpointInterval
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.EmbeddingServer{}, tokenSecretIndex, indexTokenSecret); err != nil {
 		return fmt.Errorf("indexing servers by token Secret: %w", err)
@@ -164,6 +191,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"apply", r.applyChildren},
 		{"prune", r.pruneChildren},
 		{"readiness", r.reconcileReadiness},
+		{"endpoint", r.reconcileEndpoint},
 		{"diagnostics", r.reconcileDiagnostics},
 	})
 }

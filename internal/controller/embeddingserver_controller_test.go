@@ -223,11 +223,13 @@ func TestServerWritesNothingAtRest(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
-	writes := startManager(t, namespace)
+	// With the endpoint check on, rechecks of /info write nothing either.
+	writes := startManager(t, namespace, withEndpointCheck(newTEIStandIn(t)))
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	waitForStatefulSet(t, g, key)
 	markStatefulSetReady(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	g.Eventually(func(g Gomega) { g.Expect(getServer(t, g, key).Status.Served).NotTo(BeNil()) }).Should(Succeed())
 	requestReconcile(t, g, key) // settles any reconcile still in flight
 
 	before := writes.snapshot()

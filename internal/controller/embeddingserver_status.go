@@ -39,6 +39,7 @@ var degradedReasons = []string{
 	embedopsv1.CreateContainerConfigErrorReason,
 	embedopsv1.OOMKilledReason,
 	embedopsv1.UnschedulableReason,
+	embedopsv1.EndpointUnavailableReason,
 }
 
 // stall marks a server that needs a human: Stalled and Ready=False with the
@@ -63,7 +64,10 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
 	}
 	server.Status.URL = serviceURL(scope.service)
-	server.Status.EndpointCheck = embedopsv1.EndpointCheckDisabled
+	server.Status.EndpointCheck = endpointCheckState(r.endpointCheck)
+	if !r.endpointCheck || server.GetReplicas() == 0 {
+		server.Status.Served = nil
+	}
 	server.Status.Replicas, server.Status.ReadyReplicas = 0, 0
 	if statefulSet != nil {
 		server.Status.Replicas, server.Status.ReadyReplicas = statefulSet.Status.Replicas, statefulSet.Status.ReadyReplicas

@@ -49,8 +49,9 @@ func newG(t *testing.T) *WithT {
 
 // startManager runs, until the test ends, a manager that reconciles the
 // namespace with the production cache and client options and the
-// reconcilers of SetupReconcilers. Its writes are counted.
-func startManager(t *testing.T, namespace string) *writeCounter {
+// reconcilers of SetupReconcilers, changed by options. Its writes are
+// counted.
+func startManager(t *testing.T, namespace string, options ...func(*ManagerOptions)) *writeCounter {
 	t.Helper()
 	writes := newWriteCounter()
 	cfg := rest.CopyConfig(env.Config)
@@ -80,6 +81,9 @@ func startManager(t *testing.T, namespace string) *writeCounter {
 			ProgressInterval:        5 * time.Second,
 		},
 		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond},
+	}
+	for _, option := range options {
+		option(&opts)
 	}
 	if err := SetupReconcilers(ctx, mgr, opts); err != nil {
 		cancel()

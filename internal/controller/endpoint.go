@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// DefaultEndpointTimeout bounds one /info request, connection included, so a
+// silent pod holds a reconcile worker only briefly.
+const DefaultEndpointTimeout = 5 * time.Second
+
+// maxInfoBytes caps the /info body read; TEI's answer is well under 4 KiB.
+const maxInfoBytes = 1 << 20
+
+// Endpoint check modes of the --endpoint-check flag.
+const (
+	// EndpointCheckAuto turns the check on when the controller runs in a
+	// cluster, where Service addresses resolve, and off outside.
+	EndpointCheckAuto = "auto"
+	// EndpointCheckOn always asks ready pods for /info.
+	EndpointCheckOn = "on"
+	// EndpointCheckOff never asks.
+	EndpointCheckOff = "off"
+)
+
+// ResolveEndpointCheck turns an --endpoint-check mode into whether the check
+// runs; inCluster is consulted for auto only.
+func ResolveEndpointCheck(mode string, inCluster func() bool) (bool, error) {
+	switch mode {
+	case EndpointCheckOn:
+		return true, nil
+	case EndpointCheckOff:
+		return false, nil
+	case EndpointCheckAuto, "":
+		return inCluster(), nil
+	default:
+		return false, fmt.Errorf("endpoint check mode %q is not one of %s, %s, %s", mode, EndpointCheckAuto, EndpointCheckOn, EndpointCheckOff)
+	}
+}
+
+// InCluster is true when the process runs in a pod with a service account,
+// the only place where cluster Service names resolve.
+func InCluster() bool {
+	_, err := rest.InClusterConfig()
+	return err == nil
+}
+
+// EndpointClient asks a TEI server what it serves.
+type EndpointClient interface {
+	// Info returns the answer of TEI's /info at url.
+	Info(ctx context.Context, url string) (*embedopsv1.ServedModel, error)
+}
+
+// DialFunc opens a connection, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// NewEndpointClient returns an EndpointClient over HTTP with
+// DefaultEndpointTimeout. dial replaces the dialer when not nil, so tests
+// reach a stand-in server whatever the URL's host.
+func NewEndpointClient(dial DialFunc) EndpointClient {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil // Service addresses are cluster-internal.
+	if dial != nil {
+		transport.DialContext = dial
+	}
+	return &httpEndpointClient{client: &http.Client{Transport: transport, Timeout: DefaultEndpointTimeout}}
+}
+
+// httpEndpointClient is the EndpointClient of NewEndpointClient.
+type httpEndpointClient struct {
+	client *http.Client
+}
+
+// Info GETs url and parses TEI's answer.
+func (c *httpEndpointClient) Info(ctx context.Context, url string) (*embedopsv1.ServedModel, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("building the /info request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("asking /info: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxInfoBytes))
+	if err != nil {
+		return nil, fmt.Errorf("reading /info: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/info answered %s", resp.Status)
+	}
+	return parseInfo(body)
+}
+
+// teiInfo is the part of TEI's /info answer embedops records; TEI sends more.
+type teiInfo struct {
+	ModelID        *string `json:"model_id"`
+	ModelSHA       string  `json:"model_sha"`
+	ModelDType     string  `json:"model_dtype"`
+	MaxInputLength int64   `json:"max_input_length"`
+}
+
+// parseInfo reads TEI's /info JSON; model_id is required, the rest optional,
+// unknown fields are ignored.
+func parseInfo(body []byte) (*embedopsv1.ServedModel, error) {
+	var info teiInfo
+	if err := json.Unmarshal(body, &info); err != nil {
+		return nil, fmt.Errorf("parsing /info: %w", err)
+	}
+	if info.ModelID == nil || *info.ModelID == "" {
+		return nil, errors.New("parsing /info: no model_id")
+	}
+	return &embedopsv1.ServedModel{
+		ModelID:        *info.ModelID,
+		ModelSHA:       info.ModelSHA,
+		DType:          info.ModelDType,
+		MaxInputLength: info.MaxInputLength,
+	}, nil
+}

@@ -79,6 +79,11 @@ const (
 	UnschedulableReason = "Unschedulable"
 	// StorageClassDriftReason: the StorageClass changed after the decision.
 	StorageClassDriftReason = "StorageClassChanged"
+	// DecisionRecordedReason: a new binding recorded a cache decision at a
+	// known git revision.
+	DecisionRecordedReason = "DecisionRecorded"
+	// SourceUnknownReason: a cache decision was recorded with no git revision.
+	SourceUnknownReason = "SourceUnknown"
 	// ClaimResizedReason: a cache claim was resized by hand.
 	ClaimResizedReason = "ClaimResized"
 )

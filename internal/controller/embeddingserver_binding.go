@@ -44,6 +44,9 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		scope.halted = true
 		return ctrl.Result{RequeueAfter: r.progressInterval}, nil
 	}
+	if errors.Is(err, provenance.ErrInvalidRevision) {
+		return ctrl.Result{}, r.refuseSpec(scope, err)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -120,7 +123,8 @@ func (r *EmbeddingServerReconciler) createBinding(ctx context.Context, server *e
 	binding := newBinding(server, recorded, name, source)
 	err = r.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
 	if err == nil {
-		ctrl.LoggerFrom(ctx).Info("created binding", "binding", name)
+		ctrl.LoggerFrom(ctx).Info("created binding", "binding", name, "method", source.Method, "revision", source.Revision)
+		r.eventDecision(server, name, source)
 		return binding, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -227,4 +231,18 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 		conditions.MarkFalse(server, embedopsv1.CacheReadyCondition, reason, "%s", message)
 	}
 	return nil
+}
+
+// eventDecision tells, on the server, which revision a new cache decision
+// was recorded at; an unknown source is a warning, since the decision
+// cannot be audited from git.
+func (r *EmbeddingServerReconciler) eventDecision(server *embedopsv1.EmbeddingServer, binding string, source embedopsv1.DecisionSource) {
+	if source.Method == embedopsv1.SourceUnknown {
+		r.events.Eventf(server, nil, corev1.EventTypeWarning, embedopsv1.SourceUnknownReason, "RecordDecision",
+			"recorded cache decision %s with no known source: annotate the server with %s or apply it with Flux or Argo CD to make it auditable",
+			binding, embedopsv1.SourceRevisionAnnotation)
+		return
+	}
+	r.events.Eventf(server, nil, corev1.EventTypeNormal, embedopsv1.DecisionRecordedReason, "RecordDecision",
+		"recorded cache decision %s at %s (%s)", binding, source.Revision, source.Method)
 }

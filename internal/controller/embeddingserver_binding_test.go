@@ -4,9 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -81,7 +84,10 @@ func TestRestartBetweenCreateAndReferenceLeavesOneBinding(t *testing.T) {
 	d := decisionOf(t, server)
 
 	// A controller that stopped right after creating the binding.
-	stopped := &EmbeddingServerReconciler{client: env.Client, apiReader: env.Client, provenance: &provenance.Resolver{Reader: env.Client}, now: time.Now}
+	// The events recorder needs a logger with a sink: logr.Discard has none.
+	recorder, err := events.NewRecorder(testr.New(t), "", "test", events.WithScheme(env.Scheme), events.WithLegacyEventRecorder(&record.FakeRecorder{}))
+	g.Expect(err).NotTo(HaveOccurred())
+	stopped := &EmbeddingServerReconciler{client: env.Client, apiReader: env.Client, events: recorder, provenance: &provenance.Resolver{Reader: env.Client}, now: time.Now}
 	created, err := stopped.bindingFor(t.Context(), server, d)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(created.Name).To(Equal(decision.BindingName(d)))
@@ -100,4 +106,39 @@ func TestRestartBetweenCreateAndReferenceLeavesOneBinding(t *testing.T) {
 	g.Expect(bindings).To(HaveLen(1))
 	g.Expect(bindings[0].Status.RequestReferences).To(HaveLen(1))
 	g.Expect(bindings[0].Status.Phase).To(Equal(embedopsv1.BindingActive))
+}
+
+func TestDecisionSourceIsRecordedAndTold(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace)
+	commit := "0123456789abcdef0123456789abcdef01234567"
+	declared := embeddingServer(namespace, "declared")
+	declared.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "main@sha1:" + commit}
+	declaredKey := createServer(t, g, declared)
+	unknownKey := createServer(t, g, embeddingServer(namespace, "unknown"))
+
+	g.Expect(waitForBinding(t, g, declaredKey, "").Spec.Source.Commit).To(Equal(commit))
+	g.Expect(waitForBinding(t, g, unknownKey, "").Spec.Source.Method).To(Equal(embedopsv1.SourceUnknown))
+	g.Eventually(func(g Gomega) {
+		g.Expect(warningEvents(t, g, namespace, "unknown", embedopsv1.SourceUnknownReason)).To(HaveLen(1))
+		var events corev1.EventList
+		g.Expect(env.Client.List(t.Context(), &events, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(
+			HaveField("InvolvedObject.Name", "declared"), HaveField("Reason", embedopsv1.DecisionRecordedReason),
+			HaveField("Message", ContainSubstring("main@sha1:"+commit)))), "the server's events carry the revision")
+	}).Should(Succeed())
+}
+
+func TestMalformedDeclaredRevisionStalls(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace)
+	server := embeddingServer(namespace, "tei")
+	server.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "main"}
+	key := createServer(t, g, server)
+	stalled := waitForCondition(t, g, key, embedopsv1.StalledCondition, metav1.ConditionTrue, embedopsv1.ConfigurationInvalidReason)
+	g.Expect(stalled.Status.CacheBinding).To(BeEmpty(), "no decision is recorded without a valid source")
 }

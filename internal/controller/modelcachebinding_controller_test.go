@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/events"
-	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -214,7 +214,7 @@ func TestRetirementRacesWithANewReference(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
-	recorder, err := events.NewRecorder(logr.Discard(), "", "test", events.WithScheme(env.Scheme), events.WithLegacyEventRecorder(&record.FakeRecorder{}))
+	recorder, err := events.NewRecorder(testr.New(t), "", "test", events.WithScheme(env.Scheme), events.WithLegacyEventRecorder(&record.FakeRecorder{}))
 	g.Expect(err).NotTo(HaveOccurred())
 	// Unthrottled, so the two writers meet at the API server, not in a
 	// client-side rate limiter.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -30,7 +31,14 @@ func TestMain(m *testing.M) {
 		logger = zap.New(zap.UseDevMode(true))
 	}
 	ctrl.SetLogger(logger)
-	os.Exit(harness.RunWithEnv(m, &env, harness.EnvOptions{}))
+	// Flux's and Argo CD's CRDs are installed so bindings can record their
+	// sources; test/e2e and test/dev run without them.
+	crds, err := harness.ThirdPartyCRDPaths()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(harness.RunWithEnv(m, &env, harness.EnvOptions{ExtraCRDPaths: crds}))
 }
 
 // testTimeout bounds every Eventually: envtest answers in milliseconds, so a

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/provenance"
+	"github.com/embedops/embedops/test/harness"
+)
+
+const (
+	gitopsCommit = "89abcdef0123456789abcdef0123456789abcdef"
+	gitopsRepo   = "http://127.0.0.1:9999/models.git"
+)
+
+// gitopsObject creates an unstructured object and, when status is set,
+// writes it through the status subresource if the kind has one.
+func gitopsObject(t *testing.T, g *WithT, apiVersion, kind, namespace, name string, content map[string]any, status map[string]any, subresource bool) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: content}
+	obj.SetAPIVersion(apiVersion)
+	obj.SetKind(kind)
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	if !subresource && status != nil {
+		obj.Object["status"] = status
+	}
+	g.Expect(env.Client.Create(t.Context(), obj)).To(Succeed())
+	if subresource && status != nil {
+		obj.Object["status"] = status
+		g.Expect(env.Client.Status().Update(t.Context(), obj)).To(Succeed())
+	}
+}
+
+func TestBindingRecordsAFluxSource(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace)
+	revision := "main@sha1:" + gitopsCommit
+	gitopsObject(t, g, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, "models",
+		map[string]any{"spec": map[string]any{"interval": "1m", "url": gitopsRepo}}, nil, true)
+	gitopsObject(t, g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps",
+		map[string]any{"spec": map[string]any{"interval": "1m", "path": "./apps", "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "models"}}},
+		map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": map[string]any{
+			"entries": []any{map[string]any{"id": namespace + "_tei_embedops.dev_EmbeddingServer", "v": "v1alpha1"}}}}, true)
+	server := embeddingServer(namespace, "tei")
+	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
+	key := createServer(t, g, server)
+
+	source := waitForBinding(t, g, key, "").Spec.Source
+	g.Expect(source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(source.Revision).To(Equal(revision))
+	g.Expect(source.Commit).To(Equal(gitopsCommit))
+	g.Expect(source.Repository).To(Equal(gitopsRepo))
+	g.Expect(source.Path).To(Equal("./apps"))
+	g.Expect(source.ObjectRef).To(HaveField("Name", "apps"))
+}
+
+func TestBindingRecordsAnArgoCDSource(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace)
+	gitopsObject(t, g, "argoproj.io/v1alpha1", "Application", namespace, "models",
+		map[string]any{"spec": map[string]any{"project": "default",
+			"source":      map[string]any{"repoURL": gitopsRepo, "path": "apps/models"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": namespace}}},
+		map[string]any{"sync": map[string]any{"revision": gitopsCommit, "status": "Synced"}}, false)
+	server := embeddingServer(namespace, "tei")
+	server.Annotations = map[string]string{provenance.TrackingIDAnnotation: namespace + "_models:embedops.dev/EmbeddingServer:" + namespace + "/tei"}
+	key := createServer(t, g, server)
+
+	source := waitForBinding(t, g, key, "").Spec.Source
+	g.Expect(source.Method).To(Equal(embedopsv1.SourceArgoCD))
+	g.Expect(source.Commit).To(Equal(gitopsCommit))
+	g.Expect(source.Repository).To(Equal(gitopsRepo))
+	g.Expect(source.Path).To(Equal("apps/models"))
+	g.Expect(source.ObjectRef).To(HaveField("Kind", "Application"))
+}

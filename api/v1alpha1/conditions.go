@@ -62,6 +62,9 @@ const (
 	// ServedRevisionMismatchReason: TEI serves another model commit than the
 	// binding recorded.
 	ServedRevisionMismatchReason = "ServedRevisionMismatch"
+	// ResolvedCommitMismatchReason: pods resolved the model revision to
+	// another commit than the binding recorded; the record is kept.
+	ResolvedCommitMismatchReason = "ResolvedCommitMismatch"
 	// SuspendedReason: reconciliation is suspended.
 	SuspendedReason = "Suspended"
 	// ImagePullBackOffReason: a pod cannot pull its image and backs off.

@@ -29,6 +29,9 @@ func main() {
 		"Whether ready pods are asked for TEI's /info through their Service: auto (on when running in a cluster), on or off.")
 	flag.DurationVar(&opts.EmbeddingServer.EndpointInterval, "endpoint-interval", controller.DefaultEndpointInterval,
 		"How often a ready server's /info is asked again when the endpoint check is on.")
+	flag.StringVar(&opts.EmbeddingServer.PopulatorImage, "populator-image", "",
+		"The image whose /embedops populate fills PerReplica caches as an init container before TEI starts offline; "+
+			"config/manager passes the controller's own image. Empty: TEI downloads the model itself.")
 	opts.LeaderElection.BindFlags(flag.CommandLine)
 	clientOptions.BindFlags(flag.CommandLine)
 	logOptions.BindFlags(flag.CommandLine)

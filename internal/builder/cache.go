@@ -41,6 +41,10 @@ type Cache struct {
 	Size resource.Quantity
 	// AccessModes are the PerReplica claims' access modes.
 	AccessModes []corev1.PersistentVolumeAccessMode
+	// PopulatorImage runs `embedops populate` as the PerReplica init
+	// container PopulateContainerName, which fills each replica's claim
+	// before TEI starts offline; empty means TEI downloads the model itself.
+	PopulatorImage string
 }
 
 // errInvalidCache marks a Cache the controller filled wrongly: a bug, not a
@@ -67,9 +71,11 @@ func (c *Cache) validate() error {
 	case embedopsv1.CacheModeShared:
 		problems = append(problems, dnsSubdomain("claimName", c.ClaimName)...)
 		problems = append(problems, unset("templateName", c.TemplateName)...)
+		problems = append(problems, unset("populatorImage", c.PopulatorImage)...)
 	case embedopsv1.CacheModeNone:
 		problems = append(problems, unset("templateName", c.TemplateName)...)
 		problems = append(problems, unset("claimName", c.ClaimName)...)
+		problems = append(problems, unset("populatorImage", c.PopulatorImage)...)
 	default:
 		problems = append(problems, fmt.Sprintf("unknown mode %q", c.Mode))
 	}
@@ -112,6 +118,11 @@ func (c *Cache) mode() embedopsv1.CacheMode {
 		return embedopsv1.CacheModeNone
 	}
 	return c.Mode
+}
+
+// populates reports whether the pod runs the populate init container.
+func (c *Cache) populates() bool {
+	return c.mode() == embedopsv1.CacheModePerReplica && c.PopulatorImage != ""
 }
 
 // volumeName is the name of the volume mounted at CacheMountPath.

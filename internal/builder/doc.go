@@ -8,6 +8,10 @@
 //     Labels(server), and no owner references: the controller sets those.
 //   - The pod template carries the owner labels, because the controller's Pod
 //     informer is filtered on them.
+//   - A PerReplica cache with a PopulatorImage gets the init container
+//     PopulateContainerName, which fills the replica's claim and leaves its
+//     result as the termination message, and TEI runs with HF_HUB_OFFLINE=1.
+//     A patch may not remove it or change what it runs.
 //   - spec.podTemplate is applied as a strategic-merge patch over the
 //     generated pod template. A patch that cannot be applied, or that would
 //     take away what the operator relies on, is an error wrapping

@@ -116,6 +116,12 @@ func perReplicaCache(templateName, storageClass, size string) *builder.Cache {
 	}
 }
 
+// withPopulator sets the image of the populate init container.
+func withPopulator(cache *builder.Cache, image string) *builder.Cache {
+	cache.PopulatorImage = image
+	return cache
+}
+
 // sharedCache is a Shared decision as the controller passes it.
 func sharedCache(claimName, size string) *builder.Cache {
 	return &builder.Cache{

@@ -71,7 +71,7 @@ var goldenCases = []struct {
 				corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Gi"), "nvidia.com/gpu": resource.MustParse("1")}),
 			withCacheSpec(embedopsv1.CacheModePerReplica, "fast-ssd", "40Gi"),
 			withPodTemplate(advancedPodTemplate)),
-		cache: perReplicaCache("cache-b93e07d1c5", "fast-ssd", "40Gi"),
+		cache: withPopulator(perReplicaCache("cache-b93e07d1c5", "fast-ssd", "40Gi"), "embedops-controller:0.1.0"),
 	},
 }
 

@@ -62,6 +62,7 @@ var podTemplateChecks = []podTemplateCheck{
 	keepsManagedEnv,
 	keepsCacheMount,
 	keepsCacheVolume,
+	keepsPopulateContainer,
 }
 
 // checkPatchedPodTemplate fails, wrapping ErrInvalidPodTemplate, when the
@@ -168,6 +169,36 @@ func keepsCacheVolume(generated, patched *corev1.PodTemplateSpec) []string {
 		}
 	}
 	return problems
+}
+
+// keepsPopulateContainer checks that the populate init container, if the
+// pod has one, runs the same image and command with the same mounts and
+// leaves its result where the controller reads it.
+func keepsPopulateContainer(generated, patched *corev1.PodTemplateSpec) []string {
+	want := populateInit(generated)
+	if want == nil {
+		return nil
+	}
+	got := populateInit(patched)
+	if got == nil {
+		return []string{fmt.Sprintf("init container %q is managed: it may not be removed", PopulateContainerName)}
+	}
+	if got.Image != want.Image || !equality.Semantic.DeepEqual(got.Command, want.Command) || len(got.Args) > 0 ||
+		got.TerminationMessagePath != want.TerminationMessagePath || got.TerminationMessagePolicy != want.TerminationMessagePolicy ||
+		!equality.Semantic.DeepEqual(got.VolumeMounts, want.VolumeMounts) {
+		return []string{fmt.Sprintf("init container %q: the patch may change its resources and env only", PopulateContainerName)}
+	}
+	return nil
+}
+
+// populateInit returns the populate init container, or nil.
+func populateInit(template *corev1.PodTemplateSpec) *corev1.Container {
+	for i := range template.Spec.InitContainers {
+		if template.Spec.InitContainers[i].Name == PopulateContainerName {
+			return &template.Spec.InitContainers[i]
+		}
+	}
+	return nil
 }
 
 // embedding returns the TEI container, or nil.

@@ -135,6 +135,9 @@ func TestPodTemplatePatchIsRefused(t *testing.T) {
 		{"the cache mount is renamed", `{"spec":{"containers":[{"name":"embedding","volumeMounts":[{"name":"other","mountPath":"/data"}]}]}}`, nil, "the mount at /data is managed"},
 		{"the shared claim is swapped", `{"spec":{"volumes":[{"name":"cache","persistentVolumeClaim":{"claimName":"mine"}}]}}`, sharedCache("claim", "10Gi"), `volume "cache" is managed`},
 		{"the claim template is shadowed", `{"spec":{"volumes":[{"name":"cache-1","emptyDir":{}}]}}`, perReplicaCache("cache-1", "", "10Gi"), `volume "cache-1" is managed`},
+		{"the populate init container is removed", `{"spec":{"initContainers":[{"name":"populate","$patch":"delete"}]}}`, withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"), `init container "populate" is managed`},
+		{"the populator image is swapped", `{"spec":{"initContainers":[{"name":"populate","image":"mine:1"}]}}`, withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"), `init container "populate": the patch may change its resources and env only`},
+		{"the populator is given args", `{"spec":{"initContainers":[{"name":"populate","args":["--revision","other"]}]}}`, withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"), `init container "populate": the patch may change its resources and env only`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -109,6 +109,7 @@ func podTemplate(server *embedopsv1.EmbeddingServer, cache *Cache) *corev1.PodTe
 			// "prometheus" sets PROMETHEUS_PORT).
 			EnableServiceLinks: new(false),
 			SecurityContext:    podSecurityContext(),
+			InitContainers:     initContainers(server, cache),
 			Containers:         []corev1.Container{container(server, cache)},
 			Volumes:            cache.podVolumes(),
 		},
@@ -127,7 +128,7 @@ func container(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Containe
 		Image:           image,
 		ImagePullPolicy: spec.ImagePullPolicy,
 		Args:            args(server),
-		Env:             env(server),
+		Env:             env(server, cache),
 		Ports: []corev1.ContainerPort{{
 			Name:          PortName,
 			ContainerPort: port(server),
@@ -148,16 +149,20 @@ var managedFlags = []string{"--model-id", "--revision", "--port", "--hostname"}
 // args are TEI's arguments: the managed flags, in managedFlags order, then
 // spec.args.
 func args(server *embedopsv1.EmbeddingServer) []string {
-	revision := server.Spec.Model.Revision
-	if revision == "" {
-		revision = defaultRevision
-	}
-	values := []string{server.Spec.Model.Name, revision, fmt.Sprint(port(server)), "0.0.0.0"}
+	values := []string{server.Spec.Model.Name, revision(server), fmt.Sprint(port(server)), "0.0.0.0"}
 	out := make([]string, 0, len(values)+len(server.Spec.Args))
 	for i, flag := range managedFlags {
 		out = append(out, flag+"="+values[i])
 	}
 	return append(out, server.Spec.Args...)
+}
+
+// revision is the model revision, defaulted.
+func revision(server *embedopsv1.EmbeddingServer) string {
+	if server.Spec.Model.Revision == "" {
+		return defaultRevision
+	}
+	return server.Spec.Model.Revision
 }
 
 // Environment variables the builder sets.
@@ -172,10 +177,14 @@ const (
 // names in the HuggingFace libraries.
 var managedEnv = []string{hubCacheEnv, "HF_HUB_CACHE", "HF_HOME", tokenEnv, apiTokenEnv}
 
-// env is TEI's environment: the cache location, the token from its Secret
-// (never its value) and then spec.env.
-func env(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
+// env is TEI's environment: the cache location, offline mode when the
+// populate init container fills the cache, the token from its Secret (never
+// its value) and then spec.env.
+func env(server *embedopsv1.EmbeddingServer, cache *Cache) []corev1.EnvVar {
 	out := []corev1.EnvVar{{Name: hubCacheEnv, Value: CacheMountPath}}
+	if cache.populates() {
+		out = append(out, corev1.EnvVar{Name: offlineEnv, Value: "1"})
+	}
 	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
 		for _, name := range []string{tokenEnv, apiTokenEnv} {
 			out = append(out, corev1.EnvVar{

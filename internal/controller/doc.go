@@ -32,6 +32,13 @@
 //     is scaled to zero. A served commit other than the binding's
 //     resolvedCommit leaves Ready True, with a ServedRevisionMismatch
 //     Warning event when Ready's message did not note it yet.
+//   - With a populator image (EmbeddingServerReconcilerOptions.PopulatorImage)
+//     PerReplica pods run `embedops populate` as the init container
+//     builder.PopulateContainerName and TEI starts offline. ModelReady is
+//     read from that container's termination message only (modelReportOf);
+//     the first result fills the binding's unset status.realized fields,
+//     which are never overwritten: a pod reporting another commit is a
+//     ResolvedCommitMismatch Warning event and a note in ModelReady.
 //
 // Invariants of the ModelCacheBinding lifecycle (DESIGN §4):
 //   - A server adds its reference only to an Active binding, with a

@@ -56,7 +56,8 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 	if err := r.leaveBindings(ctx, server, binding.Name); err != nil {
 		return ctrl.Result{}, err
 	}
-	scope.cache = cacheOf(d, binding.Name)
+	scope.cache = cacheOf(d, binding.Name, r.populatorImage)
+	scope.binding = binding
 	if binding.Status.Realized != nil {
 		scope.resolvedCommit = binding.Status.Realized.ResolvedCommit
 	}

@@ -26,7 +26,7 @@ func TestCacheOfFollowsTheDecisionAndTheBinding(t *testing.T) {
 
 	t.Run("per replica", func(t *testing.T) {
 		g := NewWithT(t)
-		cache := cacheOf(perReplica, decision.BindingName(perReplica))
+		cache := cacheOf(perReplica, decision.BindingName(perReplica), "")
 		g.Expect(cache.Mode).To(Equal(embedopsv1.CacheModePerReplica))
 		g.Expect(cache.TemplateName).To(Equal(decision.ClaimTemplateName(perReplica)))
 		g.Expect(cache.TemplateName).To(MatchRegexp(`^cache-[0-9a-f]{10}$`))
@@ -36,18 +36,18 @@ func TestCacheOfFollowsTheDecisionAndTheBinding(t *testing.T) {
 	})
 	t.Run("a suffixed binding has its own template", func(t *testing.T) {
 		g := NewWithT(t)
-		cache := cacheOf(perReplica, decision.BindingName(perReplica)+"-3")
+		cache := cacheOf(perReplica, decision.BindingName(perReplica)+"-3", "")
 		g.Expect(cache.TemplateName).To(Equal(decision.ClaimTemplateName(perReplica) + "-3"))
 	})
 	t.Run("a new size is a new template", func(t *testing.T) {
 		g := NewWithT(t)
 		other := decisionOf(t, embeddingServer("models", "tei", withCacheSize("80Gi")))
-		g.Expect(cacheOf(other, decision.BindingName(other)).TemplateName).NotTo(Equal(decision.ClaimTemplateName(perReplica)))
+		g.Expect(cacheOf(other, decision.BindingName(other), "").TemplateName).NotTo(Equal(decision.ClaimTemplateName(perReplica)))
 	})
 	t.Run("shared mounts the binding's claim", func(t *testing.T) {
 		g := NewWithT(t)
 		shared := decisionOf(t, embeddingServer("models", "tei", withCacheMode(embedopsv1.CacheModeShared)))
-		cache := cacheOf(shared, "bge-small-en-v1-5-abc-2")
+		cache := cacheOf(shared, "bge-small-en-v1-5-abc-2", "")
 		g.Expect(cache.Mode).To(Equal(embedopsv1.CacheModeShared))
 		g.Expect(cache.ClaimName).To(Equal("bge-small-en-v1-5-abc-2"))
 		g.Expect(cache.TemplateName).To(BeEmpty())

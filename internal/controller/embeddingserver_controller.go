@@ -64,6 +64,11 @@ type EmbeddingServerReconcilerOptions struct {
 	// EndpointInterval is how long to wait before asking an Available
 	// server's /info again; 0 means DefaultEndpointInterval.
 	EndpointInterval time.Duration
+	// PopulatorImage runs `embedops populate` as an init container of
+	// PerReplica pods, which then start TEI offline; it should be the
+	// controller's own image. Empty means TEI downloads the model itself and
+	// ModelReady is not reported.
+	PopulatorImage string
 }
 
 // EmbeddingServerReconciler runs TEI servers: it applies each
@@ -80,6 +85,7 @@ type EmbeddingServerReconciler struct {
 	endpointCheck    bool
 	endpoint         EndpointClient
 	endpointInterval time.Duration
+	populatorImage   string
 	now              func() time.Time
 }
 
@@ -103,6 +109,9 @@ type serverScope struct {
 	// cache is the model cache of the binding in use, nil for mode None;
 	// set by reconcileBinding.
 	cache *builder.Cache
+	// binding is the binding in use, nil for mode None; set by
+	// reconcileBinding.
+	binding *embedopsv1.ModelCacheBinding
 	// halted stops the remaining phases: a phase is waiting, and said on
 	// what in the conditions.
 	halted bool
@@ -136,6 +145,7 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 		r.endpoint = NewEndpointClient(nil)
 	}
 	r.endpointInterval = opts.EndpointInterval
+	r.populatorImage = opts.PopulatorImage
 	if r.endpointInterval <= 0 {
 		r.endpointInterval = DefaultEndpointInterval
 	}
@@ -191,6 +201,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"apply", r.applyChildren},
 		{"prune", r.pruneChildren},
 		{"readiness", r.reconcileReadiness},
+		{"model", r.reconcileModel},
 		{"endpoint", r.reconcileEndpoint},
 		{"diagnostics", r.reconcileDiagnostics},
 	})

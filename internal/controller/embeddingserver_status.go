@@ -29,6 +29,7 @@ var ownedConditions = []string{
 	embedopsv1.StalledCondition,
 	embedopsv1.AcceptedCondition,
 	embedopsv1.CacheReadyCondition,
+	embedopsv1.ModelReadyCondition,
 }
 
 // degradedReasons are the Ready=False reasons of failing pods.

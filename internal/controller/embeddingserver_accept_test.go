@@ -10,14 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
-	"github.com/embedops/embedops/test/harness"
 )
 
 func TestServerWaitsForItsTokenSecretWithoutRollingOut(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	const token = "hf_value_that_must_never_leak"
 	key := createServer(t, g, embeddingServer(namespace, "private", withToken("hf-token", "token")))
 

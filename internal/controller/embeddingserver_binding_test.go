@@ -19,10 +19,7 @@ import (
 )
 
 func TestSharedServersShareOneBindingAndOneClaim(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	first := createServer(t, g, embeddingServer(namespace, "a", withCacheMode(embedopsv1.CacheModeShared)))
 	second := createServer(t, g, embeddingServer(namespace, "b", withCacheMode(embedopsv1.CacheModeShared)))
 
@@ -57,10 +54,7 @@ func TestSharedServersShareOneBindingAndOneClaim(t *testing.T) {
 }
 
 func TestCacheModeNoneHasNoBinding(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei", withRetainFor(time.Hour)))
 	binding := waitForBinding(t, g, key, "")
 
@@ -109,10 +103,7 @@ func TestRestartBetweenCreateAndReferenceLeavesOneBinding(t *testing.T) {
 }
 
 func TestDecisionSourceIsRecordedAndTold(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	commit := "0123456789abcdef0123456789abcdef01234567"
 	declared := embeddingServer(namespace, "declared")
 	declared.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "main@sha1:" + commit}
@@ -132,10 +123,7 @@ func TestDecisionSourceIsRecordedAndTold(t *testing.T) {
 }
 
 func TestMalformedDeclaredRevisionStalls(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	server := embeddingServer(namespace, "tei")
 	server.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "main"}
 	key := createServer(t, g, server)

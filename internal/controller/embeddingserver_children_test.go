@@ -13,14 +13,10 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
-	"github.com/embedops/embedops/test/harness"
 )
 
 func TestServerStallsOnAnInvalidPodTemplateAndTouchesNothing(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
@@ -59,10 +55,7 @@ func TestServerStallsOnAnInvalidPodTemplateAndTouchesNothing(t *testing.T) {
 }
 
 func TestServerRefusesASpecTheAPIServerRejectsWithoutDeletingTheStatefulSet(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	before := waitForStatefulSet(t, g, key)
 
@@ -78,10 +71,7 @@ func TestServerRefusesASpecTheAPIServerRejectsWithoutDeletingTheStatefulSet(t *t
 }
 
 func TestServerLeavesAnotherOwnersServiceAlone(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	foreign := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "tei", Labels: map[string]string{"app": "legacy"}},
 		Spec: corev1.ServiceSpec{
@@ -111,10 +101,7 @@ func TestServerLeavesAnotherOwnersServiceAlone(t *testing.T) {
 }
 
 func TestServerReportsFailingPods(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)

@@ -16,10 +16,7 @@ import (
 )
 
 func TestServerAppliesOwnedLabelledChildrenAndRecordsThem(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
@@ -57,10 +54,7 @@ func TestServerAppliesOwnedLabelledChildrenAndRecordsThem(t *testing.T) {
 }
 
 func TestServerIsReadyWhenAllReplicasAreReady(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei", withReplicas(2)))
 
 	server := waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
@@ -78,10 +72,7 @@ func TestServerIsReadyWhenAllReplicasAreReady(t *testing.T) {
 }
 
 func TestServerScaledToZeroIsReady(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "idle", withReplicas(0)))
 
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.ScaledToZeroReason)
@@ -92,10 +83,7 @@ func TestServerScaledToZeroIsReady(t *testing.T) {
 }
 
 func TestServerSetsBackHandEditedChildren(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
@@ -126,10 +114,7 @@ func TestServerSetsBackHandEditedChildren(t *testing.T) {
 }
 
 func TestServerRecreatesTheStatefulSetForANewClaimTemplate(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	before := waitForStatefulSet(t, g, key)
 	g.Expect(before.Spec.VolumeClaimTemplates).To(HaveLen(1))
@@ -149,10 +134,7 @@ func TestServerRecreatesTheStatefulSetForANewClaimTemplate(t *testing.T) {
 }
 
 func TestServerDeletionRemovesChildrenButNotClaims(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
@@ -179,10 +161,7 @@ func TestServerDeletionRemovesChildrenButNotClaims(t *testing.T) {
 }
 
 func TestServerPrunesStaleInventoryEntriesButNotClaims(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 	waitForPhase(t, g, key, embedopsv1.PhasePending)
@@ -248,10 +227,7 @@ func TestServerWritesNothingAtRest(t *testing.T) {
 }
 
 func TestServerSuspendedIsLeftAlone(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei", withSuspend(true)))
 
 	g.Consistently(func(g Gomega) {

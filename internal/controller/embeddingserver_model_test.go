@@ -205,10 +205,7 @@ func TestServerReportsAFailedPopulate(t *testing.T) {
 }
 
 func TestServerWithoutPopulatorReportsNoModelReady(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	g.Expect(sts.Spec.Template.Spec.InitContainers).To(BeEmpty())

@@ -149,10 +149,7 @@ func TestStorageClassChangeRetiresTheOldBindingAfterRetainFor(t *testing.T) {
 }
 
 func TestRevertedDecisionReusesTheIdleBinding(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, embeddingServer(namespace, "tei", withRetainFor(time.Hour), withStorageClass("a")))
 	first := waitForBinding(t, g, key, "")
 

@@ -8,7 +8,6 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/provenance"
-	"github.com/embedops/embedops/test/harness"
 )
 
 const (
@@ -36,10 +35,7 @@ func gitopsObject(t *testing.T, g *WithT, apiVersion, kind, namespace, name stri
 }
 
 func TestBindingRecordsAFluxSource(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	revision := "main@sha1:" + gitopsCommit
 	gitopsObject(t, g, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, "models",
 		map[string]any{"spec": map[string]any{"interval": "1m", "url": gitopsRepo}}, nil, true)
@@ -62,10 +58,7 @@ func TestBindingRecordsAFluxSource(t *testing.T) {
 }
 
 func TestBindingRecordsAnArgoCDSource(t *testing.T) {
-	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	startManager(t, namespace)
+	g, namespace := reconciledNamespace(t)
 	gitopsObject(t, g, "argoproj.io/v1alpha1", "Application", namespace, "models",
 		map[string]any{"spec": map[string]any{"project": "default",
 			"source":      map[string]any{"repoURL": gitopsRepo, "path": "apps/models"},

@@ -107,3 +107,14 @@ func startManager(t *testing.T, namespace string, options ...func(*ManagerOption
 	})
 	return writes
 }
+
+// reconciledNamespace starts a parallel test in a namespace of its own,
+// reconciled by a manager of its own with the default options.
+func reconciledNamespace(t *testing.T) (*WithT, string) {
+	t.Helper()
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace)
+	return g, namespace
+}

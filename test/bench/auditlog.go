@@ -45,6 +45,7 @@ type auditEvent struct {
 	ObjectRef  *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
 	} `json:"objectRef"`
 }
 
@@ -52,8 +53,9 @@ type auditEvent struct {
 var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 
 // CountRequests reads an audit log and counts the completed requests whose
-// user agent starts with userAgent.
-func CountRequests(path, userAgent string) (Counts, error) {
+// user agent starts with userAgent and, when namespace is set, that address
+// objects in that namespace (so another run's teardown is not counted).
+func CountRequests(path, userAgent, namespace string) (Counts, error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return Counts{}, fmt.Errorf("opening the audit log: %w", err)
@@ -67,7 +69,7 @@ func CountRequests(path, userAgent string) (Counts, error) {
 		if err := json.Unmarshal(scanner.Bytes(), &event); err != nil {
 			return Counts{}, fmt.Errorf("parsing the audit log: %w", err)
 		}
-		if event.Stage != "ResponseComplete" || !strings.HasPrefix(event.UserAgent, userAgent) {
+		if event.Stage != "ResponseComplete" || !strings.HasPrefix(event.UserAgent, userAgent) || !inNamespace(event, namespace) {
 			continue
 		}
 		resource := resourceOf(event)
@@ -77,6 +79,11 @@ func CountRequests(path, userAgent string) (Counts, error) {
 		}
 	}
 	return counts, scanner.Err()
+}
+
+// inNamespace reports whether event addresses namespace; "" matches all.
+func inNamespace(event auditEvent, namespace string) bool {
+	return namespace == "" || (event.ObjectRef != nil && event.ObjectRef.Namespace == namespace)
 }
 
 // resourceOf names an event's resource and subresource.

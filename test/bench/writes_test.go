@@ -12,6 +12,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,7 +39,7 @@ func BenchmarkServerWrites(b *testing.B) {
 	cluster := sharedCluster(b)
 	namespace := cluster.Namespace(b)
 	servers := make([]client.ObjectKey, 0, b.N)
-	before := count(b, cluster)
+	before := count(b, cluster, namespace)
 
 	b.ResetTimer()
 	for i := range b.N {
@@ -53,7 +54,7 @@ func BenchmarkServerWrites(b *testing.B) {
 		waitFor(b, cluster.Client, key, isAvailable)
 	}
 	b.StopTimer()
-	afterCreate := count(b, cluster)
+	afterCreate := count(b, cluster, namespace)
 	created := Since(before, afterCreate)
 
 	for round := range idleResyncs {
@@ -65,7 +66,7 @@ func BenchmarkServerWrites(b *testing.B) {
 			waitFor(b, cluster.Client, key, handled(token))
 		}
 	}
-	resynced := Since(afterCreate, count(b, cluster))
+	resynced := Since(afterCreate, count(b, cluster, namespace))
 
 	perServer := func(n int) float64 { return float64(n) / float64(b.N) }
 	statusWrites := resynced.Writes["embeddingservers/status"]
@@ -142,9 +143,11 @@ func startAuditedCluster() (*harness.Cluster, func(), error) {
 	return cluster, stopAll(stopController), nil
 }
 
-func count(b *testing.B, cluster *harness.Cluster) Counts {
+// count counts the controller's requests about objects in namespace: runs
+// share the cluster, and a previous run's teardown must not be counted.
+func count(b *testing.B, cluster *harness.Cluster, namespace string) Counts {
 	b.Helper()
-	counts, err := CountRequests(cluster.AuditLogPath(), controllerAgent)
+	counts, err := CountRequests(cluster.AuditLogPath(), controllerAgent, namespace)
 	must(b, err)
 	return counts
 }
@@ -174,20 +177,12 @@ func requestReconcile(b *testing.B, c client.Client, key client.ObjectKey, token
 // waitFor polls a server until done holds or settle passes.
 func waitFor(b *testing.B, c client.Client, key client.ObjectKey, done func(*embedopsv1.EmbeddingServer) bool) {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(b.Context(), settle)
-	defer cancel()
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
-	for {
+	err := wait.PollUntilContextTimeout(b.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
 		server := &embedopsv1.EmbeddingServer{}
-		if err := c.Get(ctx, key, server); err == nil && done(server) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			b.Fatalf("server %s did not get there within %s", key, settle)
-		case <-ticker.C:
-		}
+		return c.Get(ctx, key, server) == nil && done(server), nil
+	})
+	if err != nil {
+		b.Fatalf("server %s did not get there within %s: %v", key, settle, err)
 	}
 }
 

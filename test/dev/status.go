@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -18,21 +19,16 @@ import (
 // waitForServers polls until every server in namespace is Ready or the
 // timeout passes.
 func waitForServers(ctx context.Context, cluster *harness.Cluster, namespace string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ticker := time.NewTicker(time.Second)
-	defer ticker.Stop()
-	for {
-		waiting, err := notReady(ctx, cluster.Client, namespace)
-		if err == nil && len(waiting) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not Ready after %s: %s", timeout, strings.Join(waiting, ", "))
-		case <-ticker.C:
-		}
+	var waiting []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		var listErr error
+		waiting, listErr = notReady(ctx, cluster.Client, namespace)
+		return listErr == nil && len(waiting) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("not Ready after %s: %s: %w", timeout, strings.Join(waiting, ", "), err)
 	}
+	return nil
 }
 
 // notReady names the servers whose Ready condition is not True.

@@ -137,8 +137,15 @@ func TestScalingReportsTheRightReasons(t *testing.T) {
 		{1, embedopsv1.AvailableReason},
 	} {
 		update(t, key, func(s *embedopsv1.EmbeddingServer) { s.Spec.Replicas = ptr.To(step.replicas) })
-		scaled := expectReady(t, key, metav1.ConditionTrue, step.reason)
-		NewWithT(t).Expect(scaled.Status.ReadyReplicas).To(Equal(step.replicas))
-		NewWithT(t).Expect(scaled.Status.Phase).To(Equal(map[bool]embedopsv1.ServerPhase{true: embedopsv1.PhaseScaledToZero, false: embedopsv1.PhaseReady}[step.replicas == 0]))
+		expectReady(t, key, metav1.ConditionTrue, step.reason)
+		// Ready can turn True a reconcile before the new claims' CacheReady
+		// does, so the phase settles on the same or the next status write.
+		phase := map[bool]embedopsv1.ServerPhase{true: embedopsv1.PhaseScaledToZero, false: embedopsv1.PhaseReady}[step.replicas == 0]
+		NewWithT(t).Eventually(func(g Gomega) {
+			scaled := &embedopsv1.EmbeddingServer{}
+			g.Expect(cluster.Client.Get(t.Context(), key, scaled)).To(Succeed())
+			g.Expect(scaled.Status.ReadyReplicas).To(Equal(step.replicas))
+			g.Expect(scaled.Status.Phase).To(Equal(phase))
+		}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
 	}
 }

@@ -32,6 +32,8 @@ func main() {
 	flag.StringVar(&opts.EmbeddingServer.PopulatorImage, "populator-image", "",
 		"The image whose /embedops populate fills PerReplica caches as an init container before TEI starts offline; "+
 			"config/manager passes the controller's own image. Empty: TEI downloads the model itself.")
+	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
+		"The namespace of the leader election lease; empty means the controller's own namespace (set it outside a cluster).")
 	opts.LeaderElection.BindFlags(flag.CommandLine)
 	clientOptions.BindFlags(flag.CommandLine)
 	logOptions.BindFlags(flag.CommandLine)

@@ -26,6 +26,9 @@ type ManagerOptions struct {
 	HealthAddr string
 	// LeaderElection configures leader election.
 	LeaderElection leaderelection.Options
+	// LeaderElectionNamespace holds the lease; empty means the namespace the
+	// controller runs in, which a controller outside a cluster must set.
+	LeaderElectionNamespace string
 	// EmbeddingServer configures the EmbeddingServer reconciler.
 	EmbeddingServer EmbeddingServerReconcilerOptions
 	// ModelCacheBinding configures the ModelCacheBinding reconciler.
@@ -60,6 +63,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		HealthProbeBindAddress:        opts.HealthAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
 		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: opts.LeaderElection.ReleaseOnCancel,
 		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
 		RenewDeadline:                 &opts.LeaderElection.RenewDeadline,

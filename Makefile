@@ -25,7 +25,7 @@ COLD_BUILD_NOTE := a cold build of all tools takes about 12 minutes on 2 cores
 
 .PHONY: help
 help: ## Show the targets.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-z-]+:.*##/ {printf "  %-14s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-z0-9-]+:.*##/ {printf "  %-14s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -67,6 +67,20 @@ ifdef CI
 	@$(MAKE) --no-print-directory verify-tree
 endif
 	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-e2e
+test-e2e: tools manifests ## Run the end-to-end tests: the operator on the local cluster, and GitOps with real Flux controllers.
+	go test $(GO_TEST_FLAGS) ./test/e2e/... ./test/gitops/...
+
+CHAOS_CYCLES ?= 50
+.PHONY: test-chaos
+test-chaos: tools manifests ## Run the fault tests with CHAOS_CYCLES controller kills (the test command runs them with the default).
+	go test $(GO_TEST_FLAGS) -v -run . ./test/chaos/... -args -chaos.cycles=$(CHAOS_CYCLES)
+
+BENCH_FLAGS ?=
+.PHONY: bench
+bench: tools manifests ## Measure scale and cost on the local cluster and print a table (BENCH_FLAGS="--servers 50 -o json").
+	go run ./test/bench/cmd/bench $(BENCH_FLAGS)
 
 ##@ Try it
 

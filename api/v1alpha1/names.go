@@ -16,6 +16,13 @@ const (
 	// BindingBaseLabel is the unsuffixed name of a binding's decision, so the
 	// successors of a retired binding are found by a label selector.
 	BindingBaseLabel = "embedops.dev/binding"
+	// CacheBindingLabel names, on a server's pods, the binding whose cache
+	// they mount, so a pod of an older binding is never read as one of the
+	// binding in use while a rollout replaces it.
+	CacheBindingLabel = "embedops.dev/cache-binding"
+	// PopulatesLabel names the binding whose Shared claim a populate Job
+	// and its pod fill.
+	PopulatesLabel = "embedops.dev/populates"
 	// SourceRevisionAnnotation declares the git revision of a manifest.
 	SourceRevisionAnnotation = "embedops.dev/source-revision"
 	// SourceRepositoryAnnotation declares the git repository of a manifest.

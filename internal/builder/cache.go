@@ -29,6 +29,9 @@ const (
 type Cache struct {
 	// Mode is PerReplica, Shared or None (an emptyDir).
 	Mode embedopsv1.CacheMode
+	// Binding names the binding that recorded the decision; the pods carry
+	// it in embedopsv1.CacheBindingLabel.
+	Binding string
 	// TemplateName is the PerReplica volumeClaimTemplates entry; it carries
 	// the decision digest, so a new decision gives new claims.
 	TemplateName string
@@ -41,9 +44,11 @@ type Cache struct {
 	Size resource.Quantity
 	// AccessModes are the PerReplica claims' access modes.
 	AccessModes []corev1.PersistentVolumeAccessMode
-	// PopulatorImage runs `embedops populate` as the PerReplica init
-	// container PopulateContainerName, which fills each replica's claim
-	// before TEI starts offline; empty means TEI downloads the model itself.
+	// PopulatorImage runs `embedops populate`: as the PerReplica init
+	// container PopulateContainerName, which fills each replica's claim, or
+	// as the Shared claim's PopulateJob, which the controller runs before the
+	// StatefulSet. Either way TEI then starts offline. Empty means TEI
+	// downloads the model itself.
 	PopulatorImage string
 }
 
@@ -71,7 +76,6 @@ func (c *Cache) validate() error {
 	case embedopsv1.CacheModeShared:
 		problems = append(problems, dnsSubdomain("claimName", c.ClaimName)...)
 		problems = append(problems, unset("templateName", c.TemplateName)...)
-		problems = append(problems, unset("populatorImage", c.PopulatorImage)...)
 	case embedopsv1.CacheModeNone:
 		problems = append(problems, unset("templateName", c.TemplateName)...)
 		problems = append(problems, unset("claimName", c.ClaimName)...)
@@ -112,6 +116,14 @@ func unset(field, value string) []string {
 	return nil
 }
 
+// podLabels are the labels the cache adds to the pod template.
+func (c *Cache) podLabels() map[string]string {
+	if c == nil || c.Binding == "" {
+		return nil
+	}
+	return map[string]string{embedopsv1.CacheBindingLabel: c.Binding}
+}
+
 // mode returns the cache mode; nil means None.
 func (c *Cache) mode() embedopsv1.CacheMode {
 	if c == nil {
@@ -123,6 +135,13 @@ func (c *Cache) mode() embedopsv1.CacheMode {
 // populates reports whether the pod runs the populate init container.
 func (c *Cache) populates() bool {
 	return c.mode() == embedopsv1.CacheModePerReplica && c.PopulatorImage != ""
+}
+
+// Populated reports whether embedops fills the cache before TEI starts,
+// so TEI runs offline: per replica in an init container, or once for a
+// Shared claim in a PopulateJob.
+func (c *Cache) Populated() bool {
+	return c.mode() != embedopsv1.CacheModeNone && c.PopulatorImage != ""
 }
 
 // volumeName is the name of the volume mounted at CacheMountPath.

@@ -76,10 +76,19 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 	}
 }
 
-func TestStatefulSetRefusesPopulatorOutsidePerReplica(t *testing.T) {
+func TestStatefulSetSharedPopulatedRunsOffline(t *testing.T) {
 	g := NewWithT(t)
 	cache := withPopulator(sharedCache("claim", "10Gi"), "embedops-controller:1")
-	_, err := builder.StatefulSet(server("s", withCacheSpec(embedopsv1.CacheModeShared, "", "10Gi")), cache)
+	sts, err := builder.StatefulSet(server("s", withCacheSpec(embedopsv1.CacheModeShared, "", "10Gi")), cache)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sts.Spec.Template.Spec.InitContainers).To(BeEmpty(), "the populate Job fills a Shared claim, not the pods")
+	g.Expect(embeddingContainer(sts.Spec.Template).Env).To(ContainElement(corev1.EnvVar{Name: "HF_HUB_OFFLINE", Value: "1"}))
+}
+
+func TestStatefulSetRefusesPopulatorWithoutCache(t *testing.T) {
+	g := NewWithT(t)
+	cache := &builder.Cache{Mode: embedopsv1.CacheModeNone, PopulatorImage: "embedops-controller:1"}
+	_, err := builder.StatefulSet(server("s", withCacheSpec(embedopsv1.CacheModeNone, "", "10Gi")), cache)
 	g.Expect(err).To(MatchError(ContainSubstring("populatorImage must be empty")))
 }
 

@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +90,13 @@ func StatefulSet(server *embedopsv1.EmbeddingServer, cache *Cache) (*appsv1.Stat
 	}, nil
 }
 
+// podLabels are the children's labels plus the cache's.
+func podLabels(server *embedopsv1.EmbeddingServer, cache *Cache) map[string]string {
+	labels := Labels(server)
+	maps.Copy(labels, cache.podLabels())
+	return labels
+}
+
 // podTemplate is the generated pod template, before spec.podTemplate.
 func podTemplate(server *embedopsv1.EmbeddingServer, cache *Cache) *corev1.PodTemplateSpec {
 	spec := server.Spec
@@ -98,7 +106,7 @@ func podTemplate(server *embedopsv1.EmbeddingServer, cache *Cache) *corev1.PodTe
 	}
 	return &corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels:      Labels(server),
+			Labels:      podLabels(server, cache),
 			Annotations: map[string]string{defaultContainerAnnotation: ContainerName},
 		},
 		Spec: corev1.PodSpec{
@@ -182,7 +190,7 @@ var managedEnv = []string{hubCacheEnv, "HF_HUB_CACHE", "HF_HOME", tokenEnv, apiT
 // its value) and then spec.env.
 func env(server *embedopsv1.EmbeddingServer, cache *Cache) []corev1.EnvVar {
 	out := []corev1.EnvVar{{Name: hubCacheEnv, Value: CacheMountPath}}
-	if cache.populates() {
+	if cache.Populated() {
 		out = append(out, corev1.EnvVar{Name: offlineEnv, Value: "1"})
 	}
 	if ref := server.Spec.Model.TokenSecretRef; ref != nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,8 @@ import (
 // CacheOptions returns the informer cache options of the manager, used by
 // NewManager and by the tests alike. Pods, StatefulSets, Services and
 // PersistentVolumeClaims are listed and watched server-side only when they
-// carry embedopsv1.NameLabel, so memory grows with the servers, not with the
+// carry embedopsv1.NameLabel, and Jobs only when they carry
+// embedopsv1.PopulatesLabel, so memory grows with the servers, not with the
 // cluster. Pods are trimmed to what the diagnostics read. Secrets are cached
 // as metadata only, without annotations (kubectl's last-applied annotation
 // holds a Secret's data).
@@ -30,6 +32,7 @@ func CacheOptions() cache.Options {
 			&appsv1.StatefulSet{}:           {Label: owned, Transform: stripManagedFields},
 			&corev1.Service{}:               {Label: owned, Transform: stripManagedFields},
 			&corev1.PersistentVolumeClaim{}: {Label: owned, Transform: stripManagedFields},
+			&batchv1.Job{}:                  {Label: labelExists(embedopsv1.PopulatesLabel), Transform: stripManagedFields},
 			secretMetadata():                {Transform: stripSecretMetadata},
 		},
 	}
@@ -44,7 +47,12 @@ func ClientOptions() client.Options {
 
 // ownedSelector selects objects carrying embedopsv1.NameLabel.
 func ownedSelector() labels.Selector {
-	requirement, err := labels.NewRequirement(embedopsv1.NameLabel, selection.Exists, nil)
+	return labelExists(embedopsv1.NameLabel)
+}
+
+// labelExists selects objects carrying the label key.
+func labelExists(key string) labels.Selector {
+	requirement, err := labels.NewRequirement(key, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant, valid label key
 	}

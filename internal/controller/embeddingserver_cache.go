@@ -13,10 +13,11 @@ import (
 // filled by the populate init container when populatorImage is set.
 func cacheOf(d *decision.Decision, bindingName, populatorImage string) *builder.Cache {
 	if d.Decision.Mode == embedopsv1.CacheModeShared {
-		return &builder.Cache{Mode: embedopsv1.CacheModeShared, ClaimName: bindingName}
+		return &builder.Cache{Mode: embedopsv1.CacheModeShared, Binding: bindingName, ClaimName: bindingName, PopulatorImage: populatorImage}
 	}
 	return &builder.Cache{
 		Mode:             embedopsv1.CacheModePerReplica,
+		Binding:          bindingName,
 		TemplateName:     claimTemplateNameOf(d, bindingName),
 		StorageClassName: d.Decision.StorageClassName,
 		Size:             d.Decision.Size.DeepCopy(),

@@ -13,6 +13,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/predicates"
 	"github.com/fluxcd/pkg/ssa"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -158,6 +159,7 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serverOfPod)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.serversOfPopulateJob)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serversOfSecret)).
 		WithOptions(ctrlcontroller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
@@ -196,6 +198,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"request", r.reconcileRequest},
 		{"accept", r.reconcileAccepted},
 		{"binding", r.reconcileBinding},
+		{"populate", r.reconcilePopulate},
 		{"build", r.buildChildren},
 		{"ownership", r.checkOwnership},
 		{"apply", r.applyChildren},

@@ -62,13 +62,19 @@ type modelReport struct {
 // populate init container ModelReady is not reported.
 func (r *EmbeddingServerReconciler) reconcileModel(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
-	if scope.cache == nil || scope.cache.PopulatorImage == "" || scope.binding == nil {
+	if scope.cache == nil || !scope.cache.Populated() || scope.binding == nil {
 		conditions.Delete(server, embedopsv1.ModelReadyCondition)
 		return ctrl.Result{}, nil
 	}
+	if scope.cache.Mode == embedopsv1.CacheModeShared {
+		return ctrl.Result{}, nil // reconcilePopulate reported the shared cache.
+	}
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
-		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		client.MatchingLabels{
+			embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace,
+			embedopsv1.CacheBindingLabel: scope.binding.Name,
+		}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
 	}
 	report, ok := modelReportOf(pods.Items, scope.binding.Status.Realized)
@@ -191,17 +197,15 @@ func modelReportOf(pods []corev1.Pod, recorded *embedopsv1.RealizedCache) (model
 	return report, true
 }
 
-// populateOutcomeOf reads the pod's populate init container; ok is false
-// when the pod has none. A container waiting to restart after a failure
-// counts as failed.
+// populateOutcomeOf reads the pod's populate container: the init container
+// of a PerReplica pod or the only container of a populate Job's pod; ok is
+// false when the pod has none. A container waiting to restart after a
+// failure counts as failed.
 func populateOutcomeOf(pod *corev1.Pod) (populateOutcome, bool) {
-	i := slices.IndexFunc(pod.Status.InitContainerStatuses, func(s corev1.ContainerStatus) bool {
-		return s.Name == builder.PopulateContainerName
-	})
-	if i < 0 {
+	status, ok := populateStatusOf(pod)
+	if !ok {
 		return populateOutcome{}, false
 	}
-	status := pod.Status.InitContainerStatuses[i]
 	outcome := populateOutcome{pod: pod.Name}
 	terminated := status.State.Terminated
 	if terminated == nil && status.State.Waiting != nil {
@@ -238,4 +242,15 @@ func failureDetail(terminated *corev1.ContainerStateTerminated, message populate
 	default:
 		return fmt.Sprintf("%s exited with code %d (%s)", builder.PopulateContainerName, terminated.ExitCode, terminated.Reason)
 	}
+}
+
+// populateStatusOf finds the status of the pod's populate container.
+func populateStatusOf(pod *corev1.Pod) (corev1.ContainerStatus, bool) {
+	isPopulate := func(s corev1.ContainerStatus) bool { return s.Name == builder.PopulateContainerName }
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		if i := slices.IndexFunc(statuses, isPopulate); i >= 0 {
+			return statuses[i], true
+		}
+	}
+	return corev1.ContainerStatus{}, false
 }

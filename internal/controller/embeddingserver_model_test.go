@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -214,4 +215,33 @@ func TestServerWithoutPopulatorReportsNoModelReady(t *testing.T) {
 	}
 	server := requestReconcile(t, g, key)
 	g.Expect(conditions.Has(server, embedopsv1.ModelReadyCondition)).To(BeFalse())
+}
+
+func TestPodsOfAnEarlierBindingAreNotRead(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace, withPopulator)
+	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	sts := waitForStatefulSet(t, g, key)
+	g.Expect(sts.Spec.Template.Labels).To(HaveKey(embedopsv1.CacheBindingLabel))
+
+	// A pod left by a rollout from another binding reports another commit.
+	stale := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "tei-9", Labels: maps.Clone(sts.Spec.Template.Labels)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: builder.ContainerName, Image: "tei:test"}}},
+	}
+	stale.Labels[embedopsv1.CacheBindingLabel] = "an-earlier-binding"
+	g.Expect(env.Client.Create(t.Context(), stale)).To(Succeed())
+	stale.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: []corev1.ContainerStatus{populated(commitB, digestB)}}
+	g.Expect(env.Client.Status().Update(t.Context(), stale)).To(Succeed())
+
+	createServerPod(t, g, key, "0", populated(commitA, digestA))
+	server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionTrue, embedopsv1.DownloadedReason)
+	g.Expect(conditions.GetMessage(server, embedopsv1.ModelReadyCondition)).NotTo(ContainSubstring("mismatch"))
+	g.Eventually(func(g Gomega) {
+		binding := getBinding(t, g, namespace, getServer(t, g, key).Status.CacheBinding)
+		g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA}))
+	}).Should(Succeed())
+	g.Expect(warningEvents(t, g, namespace, "tei", embedopsv1.ResolvedCommitMismatchReason)).To(BeEmpty())
 }

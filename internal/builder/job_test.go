@@ -1,0 +1,57 @@
+package builder_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+)
+
+func TestPopulateJob(t *testing.T) {
+	g := NewWithT(t)
+	s := server("s", withModel("BAAI/bge-large-en-v1.5", "v1"), withToken("hf", "token"),
+		withEnv(corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}, corev1.EnvVar{Name: "OTHER", Value: "x"}))
+	binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "bge-1", Namespace: "ns", UID: "uid-1"}}
+
+	job, err := builder.PopulateJob(s, binding, withPopulator(sharedCache("bge-1", "10Gi"), "embedops-controller:1"))
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(job.Name).To(Equal("bge-1-populate"))
+	g.Expect(job.Namespace).To(Equal("ns"))
+	g.Expect(job.Labels).To(HaveKeyWithValue(embedopsv1.PopulatesLabel, "bge-1"))
+	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(embedopsv1.PopulatesLabel, "bge-1"))
+	g.Expect(job.OwnerReferences).To(ConsistOf(HaveField("UID", binding.UID)))
+	g.Expect(*job.OwnerReferences[0].Controller).To(BeTrue())
+	pod := job.Spec.Template.Spec
+	g.Expect(pod.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
+	g.Expect(pod.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
+	g.Expect(pod.Volumes).To(ConsistOf(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "bge-1")))
+	g.Expect(pod.Containers).To(HaveLen(1))
+	populate := pod.Containers[0]
+	g.Expect(populate.Name).To(Equal(builder.PopulateContainerName))
+	g.Expect(populate.Image).To(Equal("embedops-controller:1"))
+	g.Expect(populate.Command).To(Equal([]string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5",
+		"--revision", "v1", "--dir", "/data", "--termination-log", "/dev/termination-log"}))
+	g.Expect(populate.Env).To(ConsistOf(secretEnv("HF_TOKEN", "hf", "token"), corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}))
+	g.Expect(populate.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: builder.CacheVolumeName, MountPath: "/data"}))
+	g.Expect(populate.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
+	g.Expect(populate.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageReadFile))
+}
+
+func TestPopulateJobNeedsSharedPopulatedCache(t *testing.T) {
+	binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
+	for name, cache := range map[string]*builder.Cache{
+		"shared without image": sharedCache("b", "10Gi"),
+		"per replica":          withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := builder.PopulateJob(server("s"), binding, cache)
+			g.Expect(err).To(MatchError(ContainSubstring("a populate Job needs a Shared cache")))
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+)
+
+// populateRetryAfter is how long a failed populate Job is kept, for its
+// status and its pod's logs, before it is deleted and created again.
+const populateRetryAfter = 5 * time.Minute
+
+// reconcilePopulate fills a Shared claim once, with the binding's populate
+// Job, before any server starts on it: until the Job succeeded the
+// remaining phases are held, so a new server has no StatefulSet yet and a
+// server moving to a new binding keeps running on its old one. The Job's
+// result is recorded on the binding; ModelReady tells the server's side.
+func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	cache, binding := scope.cache, scope.binding
+	if cache == nil || cache.Mode != embedopsv1.CacheModeShared || !cache.Populated() || binding == nil {
+		return ctrl.Result{}, nil
+	}
+	if realized := binding.Status.Realized; realized != nil && realized.ResolvedCommit != "" {
+		conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
+			"model commit %s is in the shared cache %s", realized.ResolvedCommit, cache.ClaimName)
+		return ctrl.Result{}, nil
+	}
+	job, err := r.populateJob(ctx, scope)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if isJobFinished(job, batchv1.JobComplete) {
+		return r.recordJobResult(ctx, scope, job)
+	}
+	if isJobFinished(job, batchv1.JobFailed) {
+		return r.retryFailedJob(ctx, scope, job, r.jobFailure(ctx, job))
+	}
+	r.holdForPopulate(scope, embedopsv1.DownloadingReason,
+		fmt.Sprintf("populate Job %s is downloading %s into the shared cache %s", job.Name, scope.server.Spec.Model.Name, cache.ClaimName))
+	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+}
+
+// populateJob returns the binding's populate Job, creating it when absent.
+// An existing Job is never updated: its pod template is immutable, and the
+// first server's request is the binding's.
+func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serverScope) (*batchv1.Job, error) {
+	key := types.NamespacedName{Namespace: scope.binding.Namespace, Name: builder.PopulateJobName(scope.binding.Name)}
+	job := &batchv1.Job{}
+	err := r.client.Get(ctx, key, job)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return job, client.IgnoreNotFound(err)
+	}
+	desired, err := builder.PopulateJob(scope.server, scope.binding, scope.cache)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.client.Create(ctx, desired, client.FieldOwner(embedopsv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating populate Job %s: %w", key.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("created populate Job", "job", key.Name, "binding", scope.binding.Name)
+	r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.DownloadingReason, "Populate",
+		"created Job %s to download %s into the shared cache %s", key.Name, scope.server.Spec.Model.Name, scope.cache.ClaimName)
+	return desired, nil
+}
+
+// recordJobResult records the succeeded Job's result on the binding. A Job
+// that succeeded without a readable result is reported as a failure.
+func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *serverScope, job *batchv1.Job) (ctrl.Result, error) {
+	outcome, err := r.jobOutcome(ctx, job, func(o populateOutcome) bool { return o.done })
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if outcome == nil || !outcome.done {
+		detail := fmt.Sprintf("Job %s completed but no pod left a readable result in its termination message", job.Name)
+		return r.retryFailedJob(ctx, scope, job, detail)
+	}
+	found := &embedopsv1.RealizedCache{ResolvedCommit: outcome.result.ResolvedCommit, ContentDigest: outcome.result.ContentDigest}
+	if err := r.recordRealized(ctx, scope, found); err != nil {
+		return ctrl.Result{}, err
+	}
+	conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
+		"model commit %s is in the shared cache %s", scope.resolvedCommit, scope.cache.ClaimName)
+	return ctrl.Result{}, nil
+}
+
+// retryFailedJob reports the failure and holds the server; once the Job has
+// failed for populateRetryAfter it is deleted, so the next reconcile runs it
+// again.
+func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *serverScope, job *batchv1.Job, detail string) (ctrl.Result, error) {
+	before := conditions.Get(scope.server, embedopsv1.ModelReadyCondition)
+	message := fmt.Sprintf("populate Job %s failed: %s", job.Name, detail)
+	r.holdForPopulate(scope, embedopsv1.DownloadFailedReason, message)
+	if before == nil || before.Reason != embedopsv1.DownloadFailedReason || before.Message != message {
+		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, embedopsv1.DownloadFailedReason, "Populate", "%s", message)
+	}
+	wait := populateRetryAfter - r.now().Sub(jobFinishedAt(job))
+	if wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	background := metav1.DeletePropagationBackground
+	if err := r.client.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting failed populate Job %s: %w", job.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleted failed populate Job to retry it", "job", job.Name)
+	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+}
+
+// holdForPopulate reports the shared cache's download on ModelReady and
+// Ready, and stops the remaining phases.
+func (r *EmbeddingServerReconciler) holdForPopulate(scope *serverScope, reason, message string) {
+	conditions.MarkFalse(scope.server, embedopsv1.ModelReadyCondition, reason, "%s", message)
+	conditions.MarkFalse(scope.server, embedopsv1.ReadyCondition, reason, "%s", message)
+	scope.halted = true
+}
+
+// jobFailure is the failed Job's reason: its pod's error, else the Job's.
+func (r *EmbeddingServerReconciler) jobFailure(ctx context.Context, job *batchv1.Job) string {
+	outcome, err := r.jobOutcome(ctx, job, func(o populateOutcome) bool { return o.failed })
+	if err == nil && outcome != nil && outcome.failed {
+		return outcome.detail
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed {
+			return strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	return "the Job failed"
+}
+
+// jobOutcome reads the populate container of the Job's pods, uncached (the
+// cache holds only servers' pods), and returns the newest outcome that
+// wanted accepts; nil when none does.
+func (r *EmbeddingServerReconciler) jobOutcome(ctx context.Context, job *batchv1.Job, wanted func(populateOutcome) bool) (*populateOutcome, error) {
+	var pods corev1.PodList
+	if err := r.apiReader.List(ctx, &pods, client.InNamespace(job.Namespace),
+		client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
+	for i := range pods.Items {
+		if outcome, ok := populateOutcomeOf(&pods.Items[i]); ok && wanted(outcome) {
+			return &outcome, nil
+		}
+	}
+	return nil, nil
+}
+
+// isJobFinished reports whether the Job has the terminal condition t.
+func isJobFinished(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// jobFinishedAt is when the Job's terminal condition was set, else its
+// creation.
+func jobFinishedAt(job *batchv1.Job) time.Time {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return job.CreationTimestamp.Time
+}
+
+// serversOfPopulateJob maps a populate Job to the servers of its namespace
+// that use its binding.
+func (r *EmbeddingServerReconciler) serversOfPopulateJob(ctx context.Context, job client.Object) []reconcile.Request {
+	binding := job.GetLabels()[embedopsv1.PopulatesLabel]
+	if binding == "" {
+		return nil
+	}
+	var servers embedopsv1.EmbeddingServerList
+	if err := r.client.List(ctx, &servers, client.InNamespace(job.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the servers of a populate Job", "job", client.ObjectKeyFromObject(job))
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range servers.Items {
+		if servers.Items[i].Status.CacheBinding == binding {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&servers.Items[i])})
+		}
+	}
+	return requests
+}

@@ -41,13 +41,19 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// populatorImage is the image the controller gives populate containers;
+// kwok never pulls it.
+const populatorImage = "embedops:e2e"
+
 // startController installs the CRDs and runs the manager with metrics and
-// probes off.
+// probes off, and the populator on.
 func startController() (func(), error) {
 	if err := operator.InstallCRDs(cluster.Config); err != nil {
 		return nil, err
 	}
 	opts := controller.ManagerOptions{MetricsAddr: "0", HealthAddr: "0"}
 	opts.EmbeddingServer.ProgressInterval = 2 * time.Second
+	// kwok completes populate containers with a simulated result.
+	opts.EmbeddingServer.PopulatorImage = populatorImage
 	return operator.Run(cluster.Config, opts)
 }

@@ -45,6 +45,19 @@ const (
 	SimulateNotReady = "NotReady"
 )
 
+// The result the local cluster's kwok Stages give a container named populate
+// when it completes, as `embedops populate --termination-log` would write it:
+// no image runs here, so the download is simulated too.
+const (
+	// SimulatedPopulateCommit is the simulated resolved commit.
+	SimulatedPopulateCommit = "5151515151515151515151515151515151515151"
+	// SimulatedPopulateDigest is the simulated content digest.
+	SimulatedPopulateDigest = "sha256:5151515151515151515151515151515151515151515151515151515151515151"
+	// simulatedPopulatePlaceholder is replaced by the result in the stages.
+	simulatedPopulatePlaceholder = "SIMULATED_POPULATE_RESULT"
+)
+
+
 // UnschedulableNodeSelector returns a nodeSelector that no node of the local
 // cluster matches. kwok only acts on pods bound to its nodes, so
 // Unschedulable is not a Stage: a pod with this selector stays Pending and
@@ -101,7 +114,14 @@ func kwokctlConfig(options kwokctlOptions) ([]byte, error) {
 			return nil, fmt.Errorf("reading kwok stage %s: %w", name, err)
 		}
 		out.WriteString("---\n")
-		out.Write(stage)
+		out.Write(bytes.ReplaceAll(stage, []byte(simulatedPopulatePlaceholder), simulatedPopulateResult()))
 	}
 	return out.Bytes(), nil
+}
+
+// simulatedPopulateResult is the JSON of the simulated populate result,
+// escaped for a Go template raw string in the stages.
+func simulatedPopulateResult() []byte {
+	return fmt.Appendf(nil, `{"resolvedCommit":"%s","contentDigest":"%s","files":1,"bytes":1}`,
+		SimulatedPopulateCommit, SimulatedPopulateDigest)
 }

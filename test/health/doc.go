@@ -1,9 +1,12 @@
-// Package health tests the install and GitOps manifests under config/: the
-// Argo CD health Lua for EmbeddingServer and ModelCacheBinding, run with the
-// Lua interpreter Argo CD embeds against Argo CD-style test cases; the
-// argocd-cm snippet, which must inline exactly those scripts; the Flux
-// healthCheckExprs, compiled and evaluated with CEL; and the kustomize
-// renderings of config/default, config/flux and config/argocd.
+// Package health tests the install and GitOps manifests under config/ and
+// gitops/: the Argo CD health Lua for EmbeddingServer and ModelCacheBinding,
+// run with the Lua interpreter Argo CD embeds against Argo CD-style test
+// cases; the argocd-cm snippet, which must inline exactly those scripts; the
+// Flux healthCheckExprs, compiled and evaluated with CEL; the kustomize
+// renderings of config/default, config/flux and config/argocd, including
+// the controller's --populator-image following its image; and the GitOps
+// layouts in gitops/flux and gitops/argocd: their order (dependsOn, sync
+// waves), options, and that every path they deploy renders.
 //
 // The package holds tests only. `go test ./test/health -update` rewrites
 // config/argocd/argocd-cm.yaml from the health.lua files.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	. "github.com/onsi/gomega"
@@ -12,9 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // clusterScoped are the kinds the renderings may hold without a namespace.
@@ -127,6 +126,7 @@ func TestDefaultDeploymentIsHardened(t *testing.T) {
 	g.Expect(c.Args).To(ContainElement("--enable-leader-election"))
 	g.Expect(c.Args).To(ContainElement("--metrics-addr=:8080"))
 	g.Expect(c.Args).To(ContainElement("--health-addr=:9440"))
+	g.Expect(c.Args).To(ContainElement("--populator-image=" + c.Image))
 	flags := controllerFlags()
 	for _, arg := range c.Args {
 		name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
@@ -163,22 +163,23 @@ func controllerFlags() *flag.FlagSet {
 	fs.String("health-addr", ":9440", "")
 	fs.Int("concurrent", 4, "")
 	fs.Duration("progress-interval", 0, "")
+	fs.String("endpoint-check", "", "")
+	fs.Duration("endpoint-interval", 0, "")
+	fs.String("populator-image", "", "")
+	fs.String("leader-election-namespace", "", "")
 	var le leaderelection.Options
 	le.BindFlags(fs)
 	var lo logger.Options
 	lo.BindFlags(fs)
+	var co runtimeclient.Options
+	co.BindFlags(fs)
 	return fs
 }
 
 // render runs kustomize on config/<dir> as `kustomize build` does.
 func render(t *testing.T, dir string) []*resource.Resource {
 	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	m, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(configDir, dir))
-	if err != nil {
-		t.Fatalf("kustomize build config/%s: %v", dir, err)
-	}
-	return m.Resources()
+	return renderRepo(t, filepath.Join("config", dir))
 }
 
 // decode converts the single resource in rs to T or fails the test.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -150,18 +151,33 @@ func cloneDir(cacheDir, url string) string {
 }
 
 // clone makes a bare clone of url in dir, removing what it left on failure.
+// It initialises the repository and fetches every branch and tag rather than
+// cloning: go-git's clone gives up when the remote's HEAD names a branch
+// that does not exist (a bare repository made by `git init` points HEAD at
+// master even when only main was ever pushed), which git itself accepts.
 func clone(ctx context.Context, dir, url string, auth transport.AuthMethod) (*git.Repository, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return nil, fmt.Errorf("creating cache directory: %w", err)
 	}
-	repo, err := git.PlainCloneContext(ctx, dir, true, &git.CloneOptions{
-		URL:  url,
-		Auth: auth,
-		Tags: git.AllTags,
-	})
-	if err != nil {
+	repo, err := initRemote(dir, url)
+	if err == nil {
+		err = repo.FetchContext(ctx, &git.FetchOptions{RemoteName: git.DefaultRemoteName, Auth: auth, Tags: git.AllTags, Force: true})
+	}
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("cloning %s: %w", url, err)
+	}
+	return repo, nil
+}
+
+// initRemote creates a bare repository in dir whose origin is url.
+func initRemote(dir, url string) (*git.Repository, error) {
+	repo, err := git.PlainInit(dir, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{url}}); err != nil {
+		return nil, err
 	}
 	return repo, nil
 }

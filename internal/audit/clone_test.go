@@ -1,0 +1,47 @@
+package audit
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	. "github.com/onsi/gomega"
+)
+
+// TestCloneToleratesARemoteHeadWithoutItsBranch clones a repository whose
+// HEAD names master while only main exists, as a bare repository made with
+// `git init` and pushed only main looks.
+func TestCloneToleratesARemoteHeadWithoutItsBranch(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("the file transport runs git-upload-pack, which is not installed")
+	}
+	g := NewWithT(t)
+	dir := t.TempDir()
+	remote, err := git.PlainInit(dir, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	tree, err := remote.Worktree()
+	g.Expect(err).NotTo(HaveOccurred())
+	commit, err := tree.Commit("first", &git.CommitOptions{
+		AllowEmptyCommits: true,
+		Author:            &object.Signature{Name: "a", Email: "a@example.com", When: time.Unix(0, 0)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(remote.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", commit))).To(Succeed())
+	g.Expect(remote.Storer.RemoveReference("refs/heads/master")).To(Succeed())
+
+	opts := RepositoryOptions{URL: "file://" + dir, CacheDir: t.TempDir()}
+	repo, err := OpenRepository(context.Background(), opts)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	main, err := repo.Reference("refs/remotes/origin/main", true)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(main.Hash()).To(Equal(commit))
+	_, err = OpenRepository(context.Background(), opts)
+	g.Expect(err).NotTo(HaveOccurred(), "the cached clone is fetched again")
+	g.Expect(filepath.Glob(filepath.Join(opts.CacheDir, "*.git"))).To(HaveLen(1))
+}

@@ -1,0 +1,5 @@
+// Package gitops runs the GitOps end-to-end test (tier 4): the local kwok
+// cluster and embedops, as in test/e2e, plus Flux's real source-controller
+// and kustomize-controller from ./bin, reconciling a git repository that
+// the test serves on loopback and pushes commits to.
+package gitops

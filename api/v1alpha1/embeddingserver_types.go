@@ -35,8 +35,10 @@ type EmbeddingServerSpec struct {
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
-	// ImagePullSecrets are the Secrets used to pull the image.
+	// ImagePullSecrets are the Secrets used to pull the image: at most 16,
+	// each name at most 253 characters.
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.name) || s.name.size() <= 253)",message="imagePullSecrets names must be at most 253 characters"
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
@@ -47,8 +49,9 @@ type EmbeddingServerSpec struct {
 	// +optional
 	Port int32 `json:"port,omitempty"`
 
-	// Args are extra TEI arguments. The model, revision and port are set from
-	// their own fields and must not be repeated here.
+	// Args are extra TEI arguments, at most 64 of at most 1024 characters
+	// each. The model, revision and port are set from their own fields and
+	// must not be repeated here.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.startsWith('--model-id') && !a.startsWith('--revision') && !a.startsWith('--port') && !a.startsWith('--hostname'))",message="args must not set --model-id, --revision, --port or --hostname: use spec.model and spec.port"
@@ -56,15 +59,21 @@ type EmbeddingServerSpec struct {
 	Args []string `json:"args,omitempty"`
 
 	// Env are extra environment variables of the TEI container;
-	// valueFrom.secretKeyRef works.
+	// valueFrom.secretKeyRef works. At most 128 variables, names of at most
+	// 256 characters and values of at most 32768 (larger data belongs in a
+	// ConfigMap or Secret).
 	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:XValidation:rule="self.all(e, e.name.size() <= 256)",message="env names must be at most 256 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.value) || e.value.size() <= 32768)",message="env values must be at most 32768 characters: put larger data in a ConfigMap or Secret"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.name == 'HUGGINGFACE_HUB_CACHE' || e.name == 'HF_HUB_CACHE' || e.name == 'HF_HOME')",message="env must not set HUGGINGFACE_HUB_CACHE, HF_HUB_CACHE or HF_HOME: the cache location is managed by spec.cache"
 	// +listType=map
 	// +listMapKey=name
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// Resources are the TEI container's requests and limits, GPUs included.
+	// Resources are the TEI container's requests and limits, GPUs included:
+	// at most 32 requests, 32 limits and 16 claims.
+	// +kubebuilder:validation:XValidation:rule="(!has(self.requests) || self.requests.size() <= 32) && (!has(self.limits) || self.limits.size() <= 32) && (!has(self.claims) || self.claims.size() <= 16)",message="resources may have at most 32 requests, 32 limits and 16 claims"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
@@ -82,6 +91,16 @@ type EmbeddingServerSpec struct {
 
 	// PodTemplate is a strategic-merge patch over the generated pod template.
 	// The TEI container is named "embedding".
+	//
+	// A patch that reaches the host (hostNetwork, hostPID, hostIPC, hostPath
+	// volumes, hostPort, hostProcess) or raises privileges (privileged,
+	// allowPrivilegeEscalation, capabilities other than NET_BIND_SERVICE,
+	// running as root, Unconfined seccomp or AppArmor, an Unmasked /proc, or
+	// loosening the generated pod's restricted security context) is
+	// refused, never stripped: the server stalls as ConfigurationInvalid
+	// with a Warning event and its running pods are left as they are. The
+	// check is made when the controller builds the pod, not at admission:
+	// CEL cannot read the fields of this schemaless object.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional
@@ -153,17 +172,24 @@ type CacheSpec struct {
 	// +optional
 	StorageClassName string `json:"storageClassName,omitempty"`
 
-	// Size is the requested size of each cache claim.
+	// Size is the requested size of each cache claim: more than zero and
+	// less than 8Ei, written in at most 32 characters with an exponent of at
+	// most two digits. The rules that compare it run only on a size so
+	// written, so a huge exponent is never expanded at admission.
 	// +kubebuilder:default="10Gi"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="cache.size must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="string(self).size() <= 32 && !string(self).matches('[eE][-+]?[0-9]{3}')",message="cache.size must be at most 32 characters with an exponent of at most two digits, e.g. 40Gi or 50e9"
+	// +kubebuilder:validation:XValidation:rule="string(self).size() > 32 || string(self).matches('[eE][-+]?[0-9]{3}') || quantity(string(self)).isGreaterThan(quantity('0'))",message="cache.size must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="string(self).size() > 32 || string(self).matches('[eE][-+]?[0-9]{3}') || !quantity(string(self)).isGreaterThan(quantity('9223372036854775807'))",message="cache.size must be less than 8Ei"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
-	// RetainFor is how long cached data outlives its last user; 0s releases
-	// it as soon as no server uses it.
+	// RetainFor is how long cached data outlives its last user, at most
+	// 8760h (365 days); 0s releases it as soon as no server uses it.
 	// +kubebuilder:default="24h"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8760h')",message="cache.retainFor must be at most 8760h (365 days)"
 	// +optional
 	RetainFor *metav1.Duration `json:"retainFor,omitempty"`
 }

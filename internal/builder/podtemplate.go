@@ -63,6 +63,10 @@ var podTemplateChecks = []podTemplateCheck{
 	keepsCacheMount,
 	keepsCacheVolume,
 	keepsPopulateContainer,
+	keepsManagedSecurityContext,
+	staysOffTheHost,
+	staysUnprivileged,
+	runsAsNonRoot,
 }
 
 // checkPatchedPodTemplate fails, wrapping ErrInvalidPodTemplate, when the

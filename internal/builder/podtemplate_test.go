@@ -150,3 +150,62 @@ func TestPodTemplatePatchIsRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestPodTemplatePatchMayNotReachTheHostOrRaisePrivileges(t *testing.T) {
+	populating := func() *builder.Cache { return withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1") }
+	cases := []struct {
+		name    string
+		patch   string
+		cache   *builder.Cache
+		message string
+	}{
+		{"host network", `{"spec":{"hostNetwork":true}}`, nil, "the pod may not use the host: hostNetwork"},
+		{"host PID and IPC", `{"spec":{"hostPID":true,"hostIPC":true}}`, nil, "the pod may not use the host: hostPID, hostIPC"},
+		{"a hostPath volume", `{"spec":{"volumes":[{"name":"root","hostPath":{"path":"/"}}],"containers":[{"name":"embedding","volumeMounts":[{"name":"root","mountPath":"/host"}]}]}}`, nil, `the pod may not use the host: hostPath volume "root"`},
+		{"a host port", `{"spec":{"containers":[{"name":"embedding","ports":[{"name":"http","containerPort":8080,"hostPort":80}]}]}}`, nil, `container "embedding" hostPort 80`},
+		{"a Windows host process", `{"spec":{"securityContext":{"windowsOptions":{"hostProcess":true}}}}`, nil, "the pod may not use the host: hostProcess"},
+		{"a privileged container", `{"spec":{"containers":[{"name":"embedding","securityContext":{"privileged":true}}]}}`, nil, `container "embedding" may not run with privileged`},
+		{"a privileged sidecar", `{"spec":{"containers":[{"name":"proxy","image":"envoy:v1","securityContext":{"privileged":true}}]}}`, nil, `container "proxy" may not run with privileged`},
+		{"privilege escalation", `{"spec":{"containers":[{"name":"embedding","securityContext":{"allowPrivilegeEscalation":true}}]}}`, nil, `container "embedding" may not run with allowPrivilegeEscalation`},
+		{"escalation no longer forbidden", `{"spec":{"containers":[{"name":"embedding","securityContext":{"allowPrivilegeEscalation":null}}]}}`, nil, `container "embedding": the patch may not remove allowPrivilegeEscalation false`},
+		{"an added capability", `{"spec":{"containers":[{"name":"embedding","securityContext":{"capabilities":{"add":["SYS_ADMIN","NET_BIND_SERVICE"]}}}]}}`, nil, `container "embedding" may not run with capability SYS_ADMIN`},
+		{"capabilities no longer dropped", `{"spec":{"containers":[{"name":"embedding","securityContext":{"capabilities":{"drop":null}}}]}}`, nil, "the drop of ALL capabilities"},
+		{"an unconfined seccomp profile", `{"spec":{"securityContext":{"seccompProfile":{"type":"Unconfined"}}}}`, nil, "the pod may not run with seccomp profile Unconfined"},
+		{"no seccomp profile", `{"spec":{"securityContext":{"seccompProfile":null}}}`, nil, "the pod must keep a RuntimeDefault or Localhost seccomp profile"},
+		{"an unconfined AppArmor profile", `{"spec":{"containers":[{"name":"embedding","securityContext":{"appArmorProfile":{"type":"Unconfined"}}}]}}`, nil, `container "embedding" may not run with AppArmor profile Unconfined`},
+		{"an unmasked /proc", `{"spec":{"containers":[{"name":"embedding","securityContext":{"procMount":"Unmasked"}}]}}`, nil, `container "embedding" may not run with procMount Unmasked`},
+		{"the pod as root", `{"spec":{"securityContext":{"runAsUser":0}}}`, nil, "the pod may not run as root: runAsUser 0"},
+		{"a container as root", `{"spec":{"containers":[{"name":"embedding","securityContext":{"runAsUser":0,"runAsNonRoot":false}}]}}`, nil, `container "embedding" may not run as root: runAsUser 0, runAsNonRoot false`},
+		{"the pod may run as root", `{"spec":{"securityContext":{"runAsNonRoot":false}}}`, nil, "the pod may not run as root: runAsNonRoot false"},
+		{"a sidecar without runAsNonRoot", `{"spec":{"securityContext":{"runAsNonRoot":null},"containers":[{"name":"proxy","image":"envoy:v1"}]}}`, nil, `container "proxy" may not run as root: runAsNonRoot unset`},
+		{"a privileged init container", `{"spec":{"initContainers":[{"name":"setup","image":"busybox","securityContext":{"privileged":true}}]}}`, nil, `init container "setup" may not run with privileged`},
+		{"the populator as root", `{"spec":{"initContainers":[{"name":"populate","securityContext":{"runAsUser":0}}]}}`, populating(), `init container "populate" may not run as root: runAsUser 0`},
+		{"the populator may escalate", `{"spec":{"initContainers":[{"name":"populate","securityContext":{"allowPrivilegeEscalation":true}}]}}`, populating(), `init container "populate": the patch may not remove allowPrivilegeEscalation false`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			sts, err := builder.StatefulSet(server("s", withPodTemplate(tc.patch)), tc.cache)
+			g.Expect(err).To(MatchError(builder.ErrInvalidPodTemplate))
+			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
+			g.Expect(sts).To(BeNil(), "a refused patch is never stripped and applied")
+		})
+	}
+}
+
+func TestPodTemplatePatchMayTightenSecurity(t *testing.T) {
+	cases := []struct{ name, patch string }{
+		{"a read-only root filesystem", `{"spec":{"containers":[{"name":"embedding","securityContext":{"readOnlyRootFilesystem":true}}]}}`},
+		{"another non-root user", `{"spec":{"securityContext":{"runAsUser":2000,"runAsGroup":2000,"fsGroup":2000}}}`},
+		{"a Localhost seccomp profile", `{"spec":{"securityContext":{"seccompProfile":{"type":"Localhost","localhostProfile":"tei.json"}}}}`},
+		{"a sidecar inheriting the pod's context", `{"spec":{"containers":[{"name":"proxy","image":"envoy:v1"}]}}`},
+		{"a sidecar binding a low port", `{"spec":{"containers":[{"name":"proxy","image":"envoy:v1","ports":[{"containerPort":443}],"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"],"add":["NET_BIND_SERVICE"]}}}]}}`},
+		{"host namespaces turned off", `{"spec":{"hostNetwork":false,"hostPID":false,"hostIPC":false}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := builder.StatefulSet(server("s", withPodTemplate(tc.patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"))
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		})
+	}
+}

@@ -61,7 +61,9 @@ type ControllerProcess struct {
 }
 
 // StartController runs binary against kubeconfig with args appended to the
-// metrics, health and kubeconfig flags, and waits until it answers /readyz.
+// metrics and health flags, and waits until it answers /readyz. The
+// kubeconfig is passed as KUBECONFIG: cmd/controller parses pflags only, and
+// controller-runtime's --kubeconfig is a Go flag.
 func StartController(ctx context.Context, binary, kubeconfig string, args ...string) (*ControllerProcess, error) {
 	ports, err := freePorts(2)
 	if err != nil {
@@ -75,8 +77,9 @@ func StartController(ctx context.Context, binary, kubeconfig string, args ...str
 		log:        &lockedBuffer{},
 		done:       make(chan struct{}),
 	}
-	flags := append([]string{"--kubeconfig=" + kubeconfig, "--metrics-addr=" + metrics, "--health-addr=" + health}, args...)
+	flags := append([]string{"--metrics-addr=" + metrics, "--health-addr=" + health}, args...)
 	p.cmd = exec.Command(binary, flags...)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the controller: %w", err)
@@ -100,7 +103,7 @@ func (p *ControllerProcess) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("the controller exited before it was ready: %v\n%s", p.err, tail(p.Logs(), logTailLines))
+			return fmt.Errorf("the controller exited before it was ready: %w\n%s", p.err, tail(p.Logs(), logTailLines))
 		case <-ctx.Done():
 			return fmt.Errorf("the controller was not ready within %s\n%s", controllerStartTimeout, tail(p.Logs(), logTailLines))
 		case <-ticker.C:

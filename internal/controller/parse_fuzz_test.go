@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+)
+
+// The controller parses three inputs it does not control: TEI's /info
+// answer, the populate init container's termination message (both written
+// by whatever runs in the pod) and binding names found in the cluster.
+
+// FuzzParseInfo checks that any /info body either fails or yields a served
+// model with a model id, which TEI's encoding of it parses back to.
+func FuzzParseInfo(f *testing.F) {
+	for _, seed := range []string{
+		`{"model_id":"BAAI/bge-small-en-v1.5","model_sha":"abc","model_dtype":"float16","max_input_length":512}`,
+		`{"model_id":""}`, `{"model_id":null}`, `{"model_id":1}`, `{}`, `[]`, `null`, `{"max_input_length":1e99,"model_id":"a"}`,
+		`{"model_id":"a","model_id":"b"}`, `{"model_id":"\u0000"}`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		served, err := parseInfo(body)
+		if err != nil {
+			return
+		}
+		if served == nil || served.ModelID == "" {
+			t.Fatalf("%q parsed to %+v without a model id", body, served)
+		}
+		encoded, err := json.Marshal(teiInfo{ModelID: &served.ModelID, ModelSHA: served.ModelSHA, ModelDType: served.DType, MaxInputLength: served.MaxInputLength})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := parseInfo(encoded)
+		if err != nil || *again != *served {
+			t.Fatalf("%q parsed to %+v, whose encoding %s parses to %+v (%v)", body, served, encoded, again, err)
+		}
+	})
+}
+
+// FuzzPopulateOutcome checks that any termination message and exit code
+// classify the populate init container as exactly one of done, failed or
+// downloading, that a failure always says why, and that a success carries
+// the commit it read.
+func FuzzPopulateOutcome(f *testing.F) {
+	for _, seed := range []struct {
+		message string
+		exit    int32
+		waiting bool
+	}{
+		{`{"resolvedCommit":"` + sha40 + `","contentDigest":"sha256:` + sha40 + sha40[:24] + `"}`, 0, false},
+		{`{"error":"401 Unauthorized"}`, 1, false},
+		{`{"error":"gone"}`, 2, true},
+		{`not json`, 0, false},
+		{``, 137, false},
+		{`{"resolvedCommit":""}`, 0, false},
+		{`{"resolvedCommit":7}`, 0, false},
+	} {
+		f.Add(seed.message, seed.exit, seed.waiting)
+	}
+	f.Fuzz(func(t *testing.T, message string, exit int32, waiting bool) {
+		outcome, ok := populateOutcomeOf(podWithPopulateStatus(message, exit, waiting))
+		switch {
+		case !ok:
+			t.Fatal("a pod with a populate init container status reported none")
+		case outcome.done && outcome.failed:
+			t.Fatalf("%q (exit %d) is both done and failed", message, exit)
+		case waiting && exit == 0 && (outcome.done || outcome.failed):
+			t.Fatalf("a container waiting without a failure is not downloading: %+v", outcome)
+		case exit != 0 && !outcome.failed:
+			t.Fatalf("exit %d with %q is not a failure: %+v", exit, message, outcome)
+		case outcome.failed && outcome.detail == "":
+			t.Fatalf("%q (exit %d) failed without saying why", message, exit)
+		case outcome.done && (exit != 0 || outcome.result.ResolvedCommit == ""):
+			t.Fatalf("%q (exit %d) is done without a commit: %+v", message, exit, outcome)
+		}
+		if outcome.done {
+			var want populateMessage
+			if err := json.Unmarshal([]byte(message), &want); err != nil || outcome.result != want {
+				t.Fatalf("%q is done with %+v, want %+v (%v)", message, outcome.result, want, err)
+			}
+		}
+	})
+}
+
+// sha40 is a well-formed commit.
+const sha40 = "0123456789abcdef0123456789abcdef01234567"
+
+// podWithPopulateStatus is a pod whose populate init container terminated
+// with exit and message, or, when waiting, waits to restart after that.
+func podWithPopulateStatus(message string, exit int32, waiting bool) *corev1.Pod {
+	terminated := &corev1.ContainerStateTerminated{ExitCode: exit, Message: message, Reason: "Fuzzed"}
+	status := corev1.ContainerStatus{Name: builder.PopulateContainerName, State: corev1.ContainerState{Terminated: terminated}}
+	if waiting {
+		status.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+		status.LastTerminationState = corev1.ContainerState{Terminated: terminated}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "s-0", Labels: map[string]string{embedopsv1.NameLabel: "s"}},
+		Status:     corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{status}},
+	}
+}
+
+// FuzzBindingSuffix checks that bindingSuffix and bindingNameAt are
+// inverses: every name found to be one of base's is the name made for its
+// ordinal, and every ordinal's name is found again.
+func FuzzBindingSuffix(f *testing.F) {
+	for _, seed := range []struct {
+		base, name string
+		n          int
+	}{
+		{"mcb-0123", "mcb-0123", 1}, {"mcb-0123", "mcb-0123-2", 2}, {"mcb-0123", "mcb-0123-02", 100},
+		{"a", "a-+3", 0}, {"a", "a--3", -3}, {"a-2", "a-2-2", 3}, {"", "-5", 5}, {"a", "a-9223372036854775808", 9},
+	} {
+		f.Add(seed.base, seed.name, seed.n)
+	}
+	f.Fuzz(func(t *testing.T, base, name string, n int) {
+		if k := bindingSuffix(base, name); k != 0 {
+			if k < 1 || bindingNameAt(base, k) != name {
+				t.Fatalf("%q is ordinal %d of %q, whose name is %q", name, k, base, bindingNameAt(base, k))
+			}
+		} else if name == base {
+			t.Fatalf("%q is not found as its own first name", base)
+		}
+		if n < 1 || n > maxBindingSuffix {
+			return
+		}
+		if k := bindingSuffix(base, bindingNameAt(base, n)); k != n {
+			t.Fatalf("name %d of %q is %q, found as ordinal %d", n, base, bindingNameAt(base, n), k)
+		}
+		if n > 1 && bindingNameAt(base, n) != base+"-"+strconv.Itoa(n) {
+			t.Fatalf("name %d of %q is %q", n, base, bindingNameAt(base, n))
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -222,7 +223,7 @@ func populateOutcomeOf(pod *corev1.Pod) (populateOutcome, bool) {
 	case terminated.ExitCode != 0:
 		outcome.failed = true
 		outcome.detail = failureDetail(terminated, message, decodeErr)
-	case decodeErr != nil || message.ResolvedCommit == "":
+	case decodeErr != nil || !isRecordable(message):
 		outcome.failed = true
 		outcome.detail = fmt.Sprintf("%s exited 0 without a readable result in its termination message", builder.PopulateContainerName)
 	default:
@@ -253,4 +254,17 @@ func populateStatusOf(pod *corev1.Pod) (corev1.ContainerStatus, bool) {
 		}
 	}
 	return corev1.ContainerStatus{}, false
+}
+
+// The forms the binding's schema accepts for realized fields.
+var (
+	commitPattern = regexp.MustCompile(`^[a-f0-9]{40}$`)
+	digestPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+)
+
+// isRecordable reports whether the binding would accept the result: a
+// malformed one would be refused by the API server on every attempt.
+func isRecordable(message populateMessage) bool {
+	return commitPattern.MatchString(message.ResolvedCommit) &&
+		(message.ContentDigest == "" || digestPattern.MatchString(message.ContentDigest))
 }

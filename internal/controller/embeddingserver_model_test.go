@@ -100,6 +100,10 @@ func TestModelReportOf(t *testing.T) {
 			wantOK: true, wantStatus: metav1.ConditionFalse, wantReason: embedopsv1.DownloadFailedReason, wantMessage: "hub said 401",
 		},
 		{
+			name: "a result the binding would refuse", pods: []corev1.Pod{podWith("s-0", populated("main", "sha256:short"))},
+			wantOK: true, wantStatus: metav1.ConditionFalse, wantReason: embedopsv1.DownloadFailedReason, wantMessage: "without a readable result",
+		},
+		{
 			name: "exited 0 without a result", pods: []corev1.Pod{podWith("s-0", terminatedPopulate(0, "done"))},
 			wantOK: true, wantStatus: metav1.ConditionFalse, wantReason: embedopsv1.DownloadFailedReason, wantMessage: "without a readable result",
 		},

@@ -172,14 +172,20 @@ func formatted(size resource.Quantity, format resource.Format) string {
 	return resource.NewDecimalQuantity(*copied.AsDec(), format).String()
 }
 
-// retention defaults an absent retainFor and refuses a negative one; an
-// explicit 0s means release at once.
+// MaxRetainFor is the longest retainFor admission accepts.
+const MaxRetainFor = 8760 * time.Hour
+
+// retention defaults an absent retainFor and refuses a negative one or one
+// longer than MaxRetainFor, as admission does; an explicit 0s means release
+// at once.
 func retention(retainFor *metav1.Duration) (metav1.Duration, error) {
 	switch {
 	case retainFor == nil:
 		return metav1.Duration{Duration: DefaultRetainFor}, nil
 	case retainFor.Duration < 0:
 		return metav1.Duration{}, fmt.Errorf("%w: spec.cache.retainFor %s must not be negative", ErrInvalidSpec, retainFor.Duration)
+	case retainFor.Duration > MaxRetainFor:
+		return metav1.Duration{}, fmt.Errorf("%w: spec.cache.retainFor %s must be at most %s", ErrInvalidSpec, retainFor.Duration, MaxRetainFor)
 	default:
 		return *retainFor, nil
 	}

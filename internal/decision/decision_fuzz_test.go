@@ -147,7 +147,8 @@ func checkRecordedSize(t *testing.T, s string, size resource.Quantity, d *decisi
 }
 
 // FuzzRetainFor checks that every retainFor the API server admits decodes
-// to the value CEL compared, that For refuses exactly the negative ones,
+// to the value CEL compared, that For refuses exactly the negative ones and
+// those above MaxRetainFor (as admission does),
 // and that equal durations written differently decide the same digest.
 func FuzzRetainFor(f *testing.F) {
 	rules := cacheSchema(f)
@@ -168,9 +169,9 @@ func FuzzRetainFor(f *testing.F) {
 			t.Fatalf("retainFor %q is %s to CEL and %s to the controller", s, celValue, retainFor.Duration)
 		}
 		d, err := decision.For(server(func(es *embedopsv1.EmbeddingServer) { es.Spec.Cache.RetainFor = &retainFor }))
-		if retainFor.Duration < 0 {
+		if retainFor.Duration < 0 || retainFor.Duration > decision.MaxRetainFor {
 			if !errors.Is(err, decision.ErrInvalidSpec) {
-				t.Fatalf("retainFor %q is negative, yet For returned %v", s, err)
+				t.Fatalf("retainFor %q is negative or above %s, yet For returned %v", s, decision.MaxRetainFor, err)
 			}
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -53,6 +54,9 @@ func serverFromDocument(document []byte, defaultNamespace string) (*embedopsv1.E
 	if header.Kind != embedopsv1.EmbeddingServerKind || header.APIVersion != embedopsv1.GroupVersion.String() {
 		return nil, nil
 	}
+	if err := checkRawSize(document); err != nil {
+		return nil, err
+	}
 	server := &embedopsv1.EmbeddingServer{}
 	if err := yaml.UnmarshalStrict(document, server); err != nil {
 		return nil, fmt.Errorf("%w: decoding EmbeddingServer: %w", ErrInvalidSpec, err)
@@ -61,4 +65,33 @@ func serverFromDocument(document []byte, defaultNamespace string) (*embedopsv1.E
 		server.Namespace = defaultNamespace
 	}
 	return server, nil
+}
+
+// rawSize is the one field read before a document is decoded.
+type rawSize struct {
+	Spec struct {
+		Cache struct {
+			Size any `json:"size"`
+		} `json:"cache"`
+	} `json:"spec"`
+}
+
+// maxSizeLength and hugeExponent mirror the CRD's admission rule for
+// spec.cache.size.
+const maxSizeLength = 32
+
+var hugeExponent = regexp.MustCompile(`[eE][-+]?[0-9]{3}`)
+
+// checkRawSize refuses, before decoding, the cache sizes admission refuses
+// for their form: decoding "1e-100000000" as a quantity takes minutes.
+func checkRawSize(document []byte) error {
+	var raw rawSize
+	if err := yaml.Unmarshal(document, &raw); err != nil {
+		return fmt.Errorf("parsing YAML: %w", err)
+	}
+	size := fmt.Sprint(raw.Spec.Cache.Size)
+	if raw.Spec.Cache.Size == nil || (len(size) <= maxSizeLength && !hugeExponent.MatchString(size)) {
+		return nil
+	}
+	return fmt.Errorf("%w: spec.cache.size must be at most %d characters with an exponent of at most two digits", ErrInvalidSpec, maxSizeLength)
 }

@@ -2,6 +2,7 @@
 package main
 
 import (
+	goflag "flag"
 	"fmt"
 	"os"
 
@@ -37,6 +38,8 @@ func main() {
 	opts.LeaderElection.BindFlags(flag.CommandLine)
 	clientOptions.BindFlags(flag.CommandLine)
 	logOptions.BindFlags(flag.CommandLine)
+	// controller-runtime registers --kubeconfig on the Go flag set.
+	flag.CommandLine.AddGoFlagSet(goflag.CommandLine)
 	flag.Parse()
 
 	ctrl.SetLogger(logger.NewLogger(logOptions))

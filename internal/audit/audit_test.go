@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -201,8 +200,7 @@ func TestAuditWarnsWhenAShallowHistoryCutsTheRun(t *testing.T) {
 		write(overlayPath+"/kustomization.yaml", overlayKustomization),
 		write(overlayPath+"/search-patch.yaml", overlayPatch(1, "10Gi")))
 	kept := h.commit("Document the fleet", write("README.md", "# fleet\n"))
-	delete(h.objects.Objects, plumbing.NewHash(cut))
-	delete(h.objects.Commits, plumbing.NewHash(cut))
+	h.Forget(cut)
 	_, repo := h.save()
 	res := Audit(context.Background(), repo, bindingFor(t, prodServer("10Gi"), kept), Options{})
 	g.Expect(res.Result).To(Equal(Verified))

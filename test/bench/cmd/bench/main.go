@@ -1,0 +1,70 @@
+// Command bench measures embedops and prints a table or JSON: `--mode
+// scale` (the default) runs the controller against N servers on the local
+// kwok cluster; `--mode audit` times the audit's origin search on a
+// generated history. See package bench for what each figure means.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	flag "github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/embedops/embedops/test/bench"
+)
+
+func main() {
+	var (
+		mode, output     string
+		commits          int
+		progressInterval time.Duration
+		opts             = bench.ScaleOptions{Log: os.Stderr}
+	)
+	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster) or audit (the origin search).")
+	flag.StringVarP(&output, "output", "o", "table", "Output format: table or json.")
+	flag.IntVar(&opts.Servers, "servers", 200, "EmbeddingServers to create.")
+	flag.IntVar(&opts.UnrelatedPods, "unrelated-pods", 5000, "Pods, and as many ConfigMaps, not embedops', created before the second memory reading.")
+	flag.IntVar(&opts.Resyncs, "resyncs", 10, "Reconcile requests (reconcile.fluxcd.io/requestedAt) per Ready server for the steady-state writes.")
+	flag.DurationVar(&opts.Rest, "rest", time.Minute, "Each rest window, over which CPU at rest is measured and the heap sampled.")
+	flag.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "Bound of each wait for the cluster.")
+	flag.DurationVar(&progressInterval, "progress-interval", 0, "The controller's --progress-interval; 0 keeps its default.")
+	flag.IntVar(&commits, "commits", 10000, "Commits in the audit mode's history.")
+	flag.Parse()
+	if progressInterval > 0 {
+		opts.ControllerArgs = append(opts.ControllerArgs, "--progress-interval="+progressInterval.String())
+	}
+
+	// The benchmark's own clients have nothing to log.
+	ctrl.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, mode, output, commits, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// run measures what mode names and prints the report.
+func run(ctx context.Context, mode, output string, commits int, opts bench.ScaleOptions) error {
+	var report bench.Report
+	var err error
+	switch mode {
+	case "scale":
+		report, err = bench.RunScale(ctx, opts)
+	case "audit":
+		report, err = bench.RunOriginSearch(ctx, commits)
+	default:
+		return fmt.Errorf("unknown mode %q: use scale or audit", mode)
+	}
+	if err != nil {
+		return err
+	}
+	return bench.Print(os.Stdout, report, output)
+}

@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"math"
+	"time"
+)
+
+// withinTolerance is how far, relatively, memory may move when unrelated
+// objects appear.
+const withinTolerance = 0.10
+
+// statusWrites is the resource of the servers' status writes.
+const statusWrites = "embeddingservers/status"
+
+// ScaleReport is the scale benchmark's result. Request counts are the
+// controller's, from the API server's audit log, about objects in the
+// servers' namespace; per-server figures divide by Servers.
+type ScaleReport struct {
+	Servers             int `json:"servers"`
+	UnrelatedPods       int `json:"unrelatedPods"`
+	UnrelatedConfigMaps int `json:"unrelatedConfigMaps"`
+	Nodes               int `json:"nodes"`
+
+	// ConvergeSeconds runs from the first create until every server is
+	// Ready (Available, current generation) and names an Active binding.
+	ConvergeSeconds  float64 `json:"convergeSeconds"`
+	ServersPerSecond float64 `json:"serversPerSecond"`
+	// ControllerCPUShareOfConvergence is controller CPU seconds per wall
+	// second during convergence (1 = one core).
+	ControllerCPUShareOfConvergence float64 `json:"controllerCPUShareOfConvergence"`
+	// Create counts run until the requests settled after convergence.
+	RequestsPerServerCreate float64        `json:"requestsPerServerCreate"`
+	WritesPerServerCreate   float64        `json:"writesPerServerCreate"`
+	CreateWritesByResource  map[string]int `json:"createWritesByResource"`
+
+	// Resyncs is how many rounds of each forced resync every server got;
+	// the figures of a resync add up all of its rounds. Steady-state
+	// figures are reconcile requests (reconcile.fluxcd.io/requestedAt),
+	// each acknowledged by one status write by design.
+	Resyncs                          int            `json:"resyncs"`
+	SteadyStateRequestsPerServer     float64        `json:"steadyStateRequestsPerServer"`
+	SteadyStateWritesPerServer       float64        `json:"steadyStateWritesPerServer"`
+	SteadyStateStatusWritesPerServer float64        `json:"steadyStateStatusWritesPerServer"`
+	SteadyStateOtherWritesPerServer  float64        `json:"steadyStateOtherWritesPerServer"`
+	SteadyStateWritesByResource      map[string]int `json:"steadyStateWritesByResource"`
+	// Watch resyncs touch an annotation on every server's StatefulSet,
+	// which wakes the controller through its Owns watch and asks for no
+	// acknowledgement. WatchResyncReconciles is the growth of the
+	// EmbeddingServer controller's controller_runtime_reconcile_total.
+	WatchResyncRequestsPerServer float64        `json:"watchResyncRequestsPerServer"`
+	WatchResyncWritesPerServer   float64        `json:"watchResyncWritesPerServer"`
+	WatchResyncWritesByResource  map[string]int `json:"watchResyncWritesByResource"`
+	WatchResyncReconciles        int            `json:"watchResyncReconciles"`
+
+	// Reconciles and the quantiles (seconds) are the EmbeddingServer
+	// controller's, from its start until convergence, interpolated within
+	// histogram buckets.
+	Reconciles   int     `json:"reconciles"`
+	ReconcileP50 float64 `json:"reconcileP50"`
+	ReconcileP99 float64 `json:"reconcileP99"`
+
+	// RestSeconds is each rest window; CPU at rest is the CPU seconds the
+	// controller used in a window, scaled to one minute.
+	RestSeconds                                 float64 `json:"restSeconds"`
+	ControllerCPUSecondsAtRest                  float64 `json:"controllerCPUSecondsAtRest"`
+	ControllerCPUSecondsAtRestWithUnrelatedPods float64 `json:"controllerCPUSecondsAtRestWithUnrelatedPods"`
+	// Rest writes add up the controller's writes in both rest windows,
+	// each from its start until its heap sampling ended.
+	RestWritesPerServer  float64        `json:"restWritesPerServer"`
+	RestWritesByResource map[string]int `json:"restWritesByResource"`
+
+	// Heap is go_memstats_heap_inuse_bytes (see Rest.HeapBytes); live heap
+	// is go_gc_heap_live_bytes; RSS is VmRSS.
+	ControllerHeapBytes                      int64 `json:"controllerHeapBytes"`
+	ControllerLiveHeapBytes                  int64 `json:"controllerLiveHeapBytes"`
+	ControllerRSSBytes                       int64 `json:"controllerRSSBytes"`
+	ControllerHeapBytesWithUnrelatedPods     int64 `json:"controllerHeapBytesWithUnrelatedPods"`
+	ControllerLiveHeapBytesWithUnrelatedPods int64 `json:"controllerLiveHeapBytesWithUnrelatedPods"`
+	ControllerRSSBytesWithUnrelatedPods      int64 `json:"controllerRSSBytesWithUnrelatedPods"`
+	// Relative differences are (with - without) / without.
+	HeapRelativeDifference float64 `json:"heapRelativeDifference"`
+	HeapWithin10Percent    bool    `json:"heapWithin10Percent"`
+	RSSRelativeDifference  float64 `json:"rssRelativeDifference"`
+	RSSWithin10Percent     bool    `json:"rssWithin10Percent"`
+
+	// ControllerArgs are the controller's flags beyond the harness'.
+	ControllerArgs []string `json:"controllerArgs"`
+	// Phases are the wall times of the phases, in order.
+	Phases []PhaseTime `json:"phases"`
+}
+
+// PhaseTime is the wall time of one phase.
+type PhaseTime struct {
+	Phase   string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+}
+
+func newScaleReport(opts ScaleOptions) *ScaleReport {
+	return &ScaleReport{
+		Servers: opts.Servers, UnrelatedPods: opts.UnrelatedPods, UnrelatedConfigMaps: opts.UnrelatedPods,
+		Nodes: opts.Nodes(), Resyncs: opts.Resyncs, RestSeconds: opts.Rest.Seconds(),
+		ControllerArgs: append([]string{}, opts.ControllerArgs...),
+	}
+}
+
+// perServer divides n by the number of servers.
+func (r *ScaleReport) perServer(n int) float64 {
+	return round(float64(n) / float64(r.Servers))
+}
+
+func (r *ScaleReport) setConvergence(wallSeconds, cpuSeconds float64) {
+	r.ConvergeSeconds = round(wallSeconds)
+	r.ServersPerSecond = round(float64(r.Servers) / wallSeconds)
+	r.ControllerCPUShareOfConvergence = round(cpuSeconds / wallSeconds)
+}
+
+func (r *ScaleReport) setCreation(counts Counts) {
+	r.RequestsPerServerCreate = r.perServer(Total(counts.Requests))
+	r.WritesPerServerCreate = r.perServer(Total(counts.Writes))
+	r.CreateWritesByResource = counts.Writes
+}
+
+func (r *ScaleReport) setSteadyState(counts Counts) {
+	status := counts.Writes[statusWrites]
+	r.SteadyStateRequestsPerServer = r.perServer(Total(counts.Requests))
+	r.SteadyStateWritesPerServer = r.perServer(Total(counts.Writes))
+	r.SteadyStateStatusWritesPerServer = r.perServer(status)
+	r.SteadyStateOtherWritesPerServer = r.perServer(Total(counts.Writes) - status)
+	r.SteadyStateWritesByResource = counts.Writes
+}
+
+func (r *ScaleReport) setWatchResync(counts Counts, reconciles int) {
+	r.WatchResyncRequestsPerServer = r.perServer(Total(counts.Requests))
+	r.WatchResyncWritesPerServer = r.perServer(Total(counts.Writes))
+	r.WatchResyncWritesByResource = counts.Writes
+	r.WatchResyncReconciles = reconciles
+}
+
+func (r *ScaleReport) setRestWrites(writes map[string]int) {
+	r.RestWritesPerServer = r.perServer(Total(writes))
+	r.RestWritesByResource = writes
+}
+
+func (r *ScaleReport) setRest(rest Rest) {
+	r.ControllerCPUSecondsAtRest = perMinute(rest)
+	r.ControllerHeapBytes, r.ControllerLiveHeapBytes = int64(rest.HeapBytes), int64(rest.LiveHeapBytes)
+	r.ControllerRSSBytes = rest.RSSBytes
+}
+
+func (r *ScaleReport) setRestWithUnrelated(rest Rest) {
+	r.ControllerCPUSecondsAtRestWithUnrelatedPods = perMinute(rest)
+	r.ControllerHeapBytesWithUnrelatedPods, r.ControllerLiveHeapBytesWithUnrelatedPods = int64(rest.HeapBytes), int64(rest.LiveHeapBytes)
+	r.ControllerRSSBytesWithUnrelatedPods = rest.RSSBytes
+	r.HeapRelativeDifference, r.HeapWithin10Percent = compare(r.ControllerHeapBytes, r.ControllerHeapBytesWithUnrelatedPods)
+	r.RSSRelativeDifference, r.RSSWithin10Percent = compare(r.ControllerRSSBytes, r.ControllerRSSBytesWithUnrelatedPods)
+}
+
+// perMinute is the CPU seconds a rest window used, per minute.
+func perMinute(rest Rest) float64 {
+	return round(rest.CPUSeconds / rest.Seconds * time.Minute.Seconds())
+}
+
+// compare returns (with - without) / without and whether it is within
+// withinTolerance either way.
+func compare(without, with int64) (float64, bool) {
+	diff := float64(with-without) / float64(without)
+	return round(diff), math.Abs(diff) <= withinTolerance
+}

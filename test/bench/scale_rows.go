@@ -1,0 +1,56 @@
+package bench
+
+import "fmt"
+
+// Rows lays the report out as a table.
+func (r *ScaleReport) Rows() []Row {
+	rows := r.measurements()
+	rows = append(rows, Row{"controllerArgs", fmt.Sprint(r.ControllerArgs), "beyond the harness' (kubeconfig, metrics, health)"})
+	for _, phase := range r.Phases {
+		rows = append(rows, Row{"phase " + phase.Phase, seconds(phase.Seconds), "wall time"})
+	}
+	return rows
+}
+
+// measurements are the rows of the measured figures.
+func (r *ScaleReport) measurements() []Row {
+	return []Row{
+		{"servers", fmt.Sprint(r.Servers), fmt.Sprintf("on %d kwok nodes", r.Nodes)},
+		{"convergeSeconds", seconds(r.ConvergeSeconds), "first create to all Ready and bound (binding Active)"},
+		{"serversPerSecond", fmt.Sprint(r.ServersPerSecond), ""},
+		{"controllerCPUShareOfConvergence", fmt.Sprint(r.ControllerCPUShareOfConvergence), "controller CPU s / wall s (1 = one core)"},
+		{"requestsPerServerCreate", fmt.Sprint(r.RequestsPerServerCreate), "audit log, controller's user agent"},
+		{"writesPerServerCreate", fmt.Sprint(r.WritesPerServerCreate), fmt.Sprint(r.CreateWritesByResource)},
+		{"steadyStateRequestsPerServer", fmt.Sprint(r.SteadyStateRequestsPerServer), fmt.Sprintf("across %d reconcile requests (reconcile.fluxcd.io/requestedAt)", r.Resyncs)},
+		{"steadyStateWritesPerServer", fmt.Sprint(r.SteadyStateWritesPerServer), fmt.Sprintf("one acknowledged status write per reconcile request, by design: %v", r.SteadyStateWritesByResource)},
+		{"  statusWrites", fmt.Sprint(r.SteadyStateStatusWritesPerServer), "status.lastHandledReconcileAt acknowledgements"},
+		{"  otherWrites", fmt.Sprint(r.SteadyStateOtherWritesPerServer), "children, bindings, events: target 0"},
+		{"watchResyncRequestsPerServer", fmt.Sprint(r.WatchResyncRequestsPerServer), fmt.Sprintf("across %d StatefulSet annotation touches (Owns watch)", r.Resyncs)},
+		{"watchResyncWritesPerServer", fmt.Sprint(r.WatchResyncWritesPerServer), fmt.Sprintf("target 0: %v", r.WatchResyncWritesByResource)},
+		{"watchResyncReconciles", fmt.Sprint(r.WatchResyncReconciles), fmt.Sprintf("reconcile_total growth; at least %d", r.Resyncs*r.Servers)},
+		{"reconcileP50", seconds(r.ReconcileP50), fmt.Sprintf("%d EmbeddingServer reconciles to convergence; interpolated in buckets", r.Reconciles)},
+		{"reconcileP99", seconds(r.ReconcileP99), "controller_runtime_reconcile_time_seconds"},
+		{"controllerCPUSecondsAtRest", fmt.Sprint(r.ControllerCPUSecondsAtRest), fmt.Sprintf("CPU s per minute over a %s rest", seconds(r.RestSeconds))},
+		{"controllerHeapBytes", byteSize(r.ControllerHeapBytes), "least heap_inuse in the rest, after a GC; live " + byteSize(r.ControllerLiveHeapBytes)},
+		{"controllerRSSBytes", byteSize(r.ControllerRSSBytes), "VmRSS after the rest"},
+		{"controllerHeapBytesWithUnrelatedPods", byteSize(r.ControllerHeapBytesWithUnrelatedPods), fmt.Sprintf("%d pods + %d ConfigMaps; live %s", r.UnrelatedPods, r.UnrelatedConfigMaps, byteSize(r.ControllerLiveHeapBytesWithUnrelatedPods))},
+		{"controllerRSSBytesWithUnrelatedPods", byteSize(r.ControllerRSSBytesWithUnrelatedPods), ""},
+		{"heapRelativeDifference", percent(r.HeapRelativeDifference), within(r.HeapWithin10Percent)},
+		{"rssRelativeDifference", percent(r.RSSRelativeDifference), within(r.RSSWithin10Percent)},
+		{"controllerCPUSecondsAtRestWithUnrelatedPods", fmt.Sprint(r.ControllerCPUSecondsAtRestWithUnrelatedPods), "CPU s per minute"},
+		{"restWritesPerServer", fmt.Sprint(r.RestWritesPerServer), fmt.Sprintf("both rest windows, target 0: %v", r.RestWritesByResource)},
+	}
+}
+
+func seconds(s float64) string { return fmt.Sprintf("%.3fs", s) }
+
+func byteSize(n int64) string { return fmt.Sprintf("%d (%.1f MiB)", n, float64(n)/(1<<20)) }
+
+func percent(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
+
+func within(ok bool) string {
+	if ok {
+		return "within 10%"
+	}
+	return "NOT within 10%"
+}

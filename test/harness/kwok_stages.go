@@ -57,7 +57,6 @@ const (
 	simulatedPopulatePlaceholder = "SIMULATED_POPULATE_RESULT"
 )
 
-
 // UnschedulableNodeSelector returns a nodeSelector that no node of the local
 // cluster matches. kwok only acts on pods bound to its nodes, so
 // Unschedulable is not a Stage: a pod with this selector stays Pending and

@@ -30,7 +30,7 @@ func main() {
 	flag.StringVarP(&output, "output", "o", "table", "Output format: table or json.")
 	flag.IntVar(&opts.Servers, "servers", 200, "EmbeddingServers to create.")
 	flag.IntVar(&opts.UnrelatedPods, "unrelated-pods", 5000, "Pods, and as many ConfigMaps, not embedops', created before the second memory reading.")
-	flag.IntVar(&opts.Resyncs, "resyncs", 10, "Reconcile requests (reconcile.fluxcd.io/requestedAt) per Ready server for the steady-state writes.")
+	flag.IntVar(&opts.Resyncs, "resyncs", 10, "Rounds of each forced resync per Ready server: reconcile requests (reconcile.fluxcd.io/requestedAt), then StatefulSet annotation touches.")
 	flag.DurationVar(&opts.Rest, "rest", time.Minute, "Each rest window, over which CPU at rest is measured and the heap sampled.")
 	flag.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "Bound of each wait for the cluster.")
 	flag.DurationVar(&progressInterval, "progress-interval", 0, "The controller's --progress-interval; 0 keeps its default.")

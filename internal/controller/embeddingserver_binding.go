@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,8 +21,9 @@ import (
 )
 
 // reconcileBinding finds or creates the binding of the server's cache
-// decision, references it, and leaves every other binding. Mode None has no
-// binding. It sets the cache the children are built with.
+// decision and references it; leaveStaleBindings leaves the others once the
+// children no longer use them. Mode None has no binding. It sets the cache
+// the children are built with.
 func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	d, err := decision.For(server)
@@ -34,7 +36,7 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 	if d == nil {
 		conditions.Delete(server, embedopsv1.CacheReadyCondition)
 		server.Status.CacheBinding = ""
-		return ctrl.Result{}, r.leaveBindings(ctx, server, "")
+		return ctrl.Result{}, nil
 	}
 	binding, err := r.bindingFor(ctx, server, d)
 	if errors.Is(err, provenance.ErrSourcePending) {
@@ -51,9 +53,6 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		return ctrl.Result{}, err
 	}
 	if err := r.useBinding(ctx, server, binding, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.leaveBindings(ctx, server, binding.Name); err != nil {
 		return ctrl.Result{}, err
 	}
 	scope.cache = cacheOf(d, binding.Name, r.populatorImage)
@@ -166,20 +165,12 @@ func claimNamesOf(server *embedopsv1.EmbeddingServer, d *decision.Decision, name
 	return perReplicaClaimNames(claimTemplateNameOf(d, name), server.Name, server.GetReplicas())
 }
 
-// useBinding adds the server's reference while the binding is Active, with
-// the resourceVersion it was read at, and adds the claim names of new
-// replicas. A Conflict is returned and retried from a fresh read.
+// useBinding adds the server's reference while the binding is Active and
+// adds the claim names of new replicas, with the resourceVersion it was
+// read at; a Conflict there is returned and retried from a fresh read.
 func (r *EmbeddingServerReconciler) useBinding(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, d *decision.Decision) error {
-	if !hasReference(binding, server.UID) {
-		if !isActive(binding) {
-			return fmt.Errorf("binding %s became %s", binding.Name, binding.Status.Phase)
-		}
-		binding.Status.Phase = embedopsv1.BindingActive
-		addReference(binding, serverReference(server))
-		if err := r.client.Status().Update(ctx, binding, client.FieldOwner(embedopsv1.StatusFieldManager)); err != nil {
-			return fmt.Errorf("adding the reference to binding %s: %w", binding.Name, err)
-		}
-		ctrl.LoggerFrom(ctx).Info("referenced binding", "binding", binding.Name)
+	if err := r.referenceBinding(ctx, server, binding); err != nil {
+		return err
 	}
 	missing := missingNames(binding.Spec.Resources.PersistentVolumeClaimNames, claimNamesOf(server, d, binding.Name))
 	if len(missing) == 0 {
@@ -190,6 +181,50 @@ func (r *EmbeddingServerReconciler) useBinding(ctx context.Context, server *embe
 		return fmt.Errorf("adding claims to binding %s: %w", binding.Name, err)
 	}
 	return nil
+}
+
+// referenceBinding adds the server's reference while the binding is
+// Active. A Conflict (the binding's own controller writes its first status
+// at the same moment) is retried at once from a fresh read: returned, it
+// would back the server off until the unreferenced binding retires.
+func (r *EmbeddingServerReconciler) referenceBinding(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(binding), binding); err != nil {
+				return err
+			}
+		}
+		first = false
+		if hasReference(binding, server.UID) {
+			return nil
+		}
+		if !isActive(binding) {
+			return fmt.Errorf("binding %s became %s", binding.Name, binding.Status.Phase)
+		}
+		binding.Status.Phase = embedopsv1.BindingActive
+		addReference(binding, serverReference(server))
+		if err := r.client.Status().Update(ctx, binding, client.FieldOwner(embedopsv1.StatusFieldManager)); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("referenced binding", "binding", binding.Name)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("adding the reference to binding %s: %w", binding.Name, err)
+	}
+	return nil
+}
+
+// leaveStaleBindings leaves every binding but the one in use (all of them
+// for mode None) once the children are applied and pruned, so a binding is
+// never released while the StatefulSet still names its claims.
+func (r *EmbeddingServerReconciler) leaveStaleBindings(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	keep := ""
+	if scope.binding != nil {
+		keep = scope.binding.Name
+	}
+	return ctrl.Result{}, r.leaveBindings(ctx, scope.server, keep)
 }
 
 // leaveBindings removes the server's reference from every binding of its

@@ -203,6 +203,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"ownership", r.checkOwnership},
 		{"apply", r.applyChildren},
 		{"prune", r.pruneChildren},
+		{"leave", r.leaveStaleBindings},
 		{"readiness", r.reconcileReadiness},
 		{"model", r.reconcileModel},
 		{"endpoint", r.reconcileEndpoint},
@@ -275,10 +276,17 @@ func serverOfPod(_ context.Context, pod client.Object) []reconcile.Request {
 }
 
 // reconcileFinalizer adds the finalizer that holds the server until its
-// children are removed; the deferred patch writes it.
+// children are removed and its binding references are gone. A new
+// finalizer ends the reconcile: the deferred patch writes it before any
+// binding is referenced, so a server deleted (or a controller killed) in
+// between can never leave a reference nobody removes.
 func (r *EmbeddingServerReconciler) reconcileFinalizer(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	if controllerutil.ContainsFinalizer(scope.server, embedopsv1.ServerFinalizer) {
+		return ctrl.Result{}, nil
+	}
 	controllerutil.AddFinalizer(scope.server, embedopsv1.ServerFinalizer)
-	return ctrl.Result{}, nil
+	scope.halted = true
+	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 }
 
 // reconcileRequest records the handled reconcile.fluxcd.io/requestedAt

@@ -27,18 +27,18 @@ func TestSharedCacheIsPopulatedOnceByAJobBeforeServersStart(t *testing.T) {
 		Data:       map[string][]byte{"token": []byte("hf_populate")},
 	})).To(Succeed())
 	first := createServer(t, g, embeddingServer(namespace, "a", withCacheMode(embedopsv1.CacheModeShared), withToken("hf", "token")))
+	bindingName := cacheBindingOf(t, g, first)
+	job := populateJobOf(t, g, namespace, bindingName)
+	g.Expect(job.Spec.Template.Spec.Volumes).To(ConsistOf(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", bindingName)))
+	g.Expect(job.Spec.Template.Spec.Containers[0].Env).To(ContainElement(HaveField("ValueFrom.SecretKeyRef.Name", "hf")),
+		"the server that needed the Job first gives its token Secret")
 	second := createServer(t, g, embeddingServer(namespace, "b", withCacheMode(embedopsv1.CacheModeShared)))
 
 	for _, key := range []types.NamespacedName{first, second} {
 		server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadingReason)
 		g.Expect(conditions.GetReason(server, embedopsv1.ReadyCondition)).To(Equal(embedopsv1.DownloadingReason))
 	}
-	bindingName := cacheBindingOf(t, g, first)
 	g.Expect(cacheBindingOf(t, g, second)).To(Equal(bindingName))
-	job := populateJobOf(t, g, namespace, bindingName)
-	g.Expect(job.Spec.Template.Spec.Volumes).To(ConsistOf(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", bindingName)))
-	g.Expect(job.Spec.Template.Spec.Containers[0].Env).To(ContainElement(HaveField("ValueFrom.SecretKeyRef.Name", "hf")),
-		"the first server's token Secret is read")
 	for _, key := range []types.NamespacedName{first, second} {
 		err := env.Client.Get(t.Context(), key, &corev1.Service{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no child is applied before the cache is populated: %v", err)

@@ -119,8 +119,9 @@ func (r *ModelCacheBindingReconciler) reconcileDelete(ctx context.Context, bindi
 	return r.removeFinalizer(ctx, binding)
 }
 
-// reconcileActive creates the Shared claim, reports drift and keeps the idle
-// window; an idle binding past retireAfter moves to Retiring.
+// reconcileActive creates the Shared claim, reports drift, drops the
+// references of servers that are gone and keeps the idle window; an idle
+// binding past retireAfter moves to Retiring.
 func (r *ModelCacheBindingReconciler) reconcileActive(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
 	now := r.now()
 	before := binding.Status.DeepCopy()
@@ -132,6 +133,9 @@ func (r *ModelCacheBindingReconciler) reconcileActive(ctx context.Context, bindi
 		return ctrl.Result{}, err
 	}
 	if err := r.reportDrift(ctx, binding, claims); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.dropDanglingReferences(ctx, binding); err != nil {
 		return ctrl.Result{}, err
 	}
 	var result ctrl.Result

@@ -62,8 +62,8 @@ type ControllerProcess struct {
 
 // StartController runs binary against kubeconfig with args appended to the
 // metrics and health flags, and waits until it answers /readyz. The
-// kubeconfig is passed as KUBECONFIG: cmd/controller parses pflags only, and
-// controller-runtime's --kubeconfig is a Go flag.
+// kubeconfig is passed as KUBECONFIG, which controller-runtime reads when
+// --kubeconfig is not given.
 func StartController(ctx context.Context, binary, kubeconfig string, args ...string) (*ControllerProcess, error) {
 	ports, err := freePorts(2)
 	if err != nil {

@@ -1,0 +1,87 @@
+package chaos
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Timing of the kube-apiserver restarts.
+const (
+	// maxRestartDelay bounds the random time between a rollout step and
+	// the kill of kube-apiserver.
+	maxRestartDelay = 1500 * time.Millisecond
+	// maxOutage bounds how long kube-apiserver stays down; far below the
+	// 10s kube-controller-manager and kube-scheduler keep their leases.
+	maxOutage = 2 * time.Second
+)
+
+// TestAPIServerRestartedDuringRollout kills kube-apiserver with SIGKILL at a
+// random moment of each rollout step (servers created, scaled up, moved to
+// new bindings, one deleted and replaced), keeps it down for a random
+// moment, starts it again, and then checks the invariants once the
+// namespace converged. The controller runs with leader election, as
+// deployed.
+func TestAPIServerRestartedDuringRollout(t *testing.T) {
+	ctx := t.Context()
+	run := newRun(t, 3, "--enable-leader-election")
+	run.faultKind = "kube-apiserver kills"
+	proc := run.procs.start(ctx)
+	steps := []func() error{
+		func() error { return run.fleet.fill(ctx) },
+		func() error { return run.fleet.changeAll(ctx, scaleUp) },
+		func() error { return run.fleet.changeAll(ctx, rotations...) },
+		func() error {
+			if err := run.fleet.delete(ctx, 0); err != nil {
+				return err
+			}
+			if err := run.fleet.fill(ctx); err != nil {
+				return err
+			}
+			return run.fleet.changeAll(ctx, rotations...)
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+		run.injectAfter(ctx, maxRestartDelay, func() { restartAPIServer(t, run) })
+		run.cycles++
+	}
+	run.finish(ctx)
+	select {
+	case <-proc.Exited():
+		t.Errorf("the controller exited after the kube-apiserver restarts")
+	default:
+	}
+	if stopped := cluster.StoppedComponents(); len(stopped) > 0 {
+		t.Errorf("components stopped after the kube-apiserver restarts: %v\n%s", stopped, cluster.ComponentLogs(logTail))
+	}
+}
+
+// restartAPIServer kills kube-apiserver, keeps it down for a random moment
+// and starts it again.
+func restartAPIServer(t *testing.T, run *chaosRun) {
+	t.Helper()
+	ctx := t.Context()
+	if err := cluster.StopAPIServer(ctx, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The random outage is part of the fault injection.
+	outage := time.NewTimer(run.delay(maxOutage))
+	select {
+	case <-outage.C:
+	case <-ctx.Done():
+	}
+	if stopped := cluster.StoppedComponents(); len(stopped) != 1 {
+		t.Errorf("components stopped while kube-apiserver was down: %v", stopped)
+	}
+	started := time.Now()
+	if err := cluster.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver back in %s", time.Since(started).Round(time.Millisecond))
+	if stopped := cluster.StoppedComponents(); len(stopped) > 0 {
+		t.Errorf("components stopped during the kube-apiserver restart: %v", stopped)
+	}
+}

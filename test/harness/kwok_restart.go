@@ -1,0 +1,85 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// apiServerComponent is kwokctl's name for kube-apiserver.
+const apiServerComponent = "kube-apiserver"
+
+// restartTimeout bounds StopAPIServer and StartAPIServer when their context
+// has no earlier deadline; kube-apiserver starts in about 5s on 2 cores.
+const restartTimeout = 2 * time.Minute
+
+// StopAPIServer ends the cluster's kube-apiserver with signal (SIGKILL for a
+// crash, SIGTERM for a graceful stop) and waits until it has exited. etcd and
+// the other components keep running and retry until StartAPIServer.
+func (c *Cluster) StopAPIServer(ctx context.Context, signal syscall.Signal) error {
+	ctx, cancel := context.WithTimeout(ctx, restartTimeout)
+	defer cancel()
+	pid, ok := c.componentPIDs()[apiServerComponent]
+	if !ok || !c.isComponent(pid) {
+		return errors.New("stopping kube-apiserver: it is not running")
+	}
+	if err := syscall.Kill(pid, signal); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	return c.poll(ctx, "kube-apiserver to exit", func(context.Context) error {
+		if c.isComponent(pid) {
+			return fmt.Errorf("process %d is running", pid)
+		}
+		return nil
+	})
+}
+
+// StartAPIServer starts kube-apiserver again with the arguments kwokctl
+// created it with (`kwokctl start cluster` starts every component that is
+// not running) and waits until it is ready.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, restartTimeout)
+	defer cancel()
+	// kwokctl starts a component only when its pid file names no process
+	// answering signal 0, which an unreaped zombie does: drop those files.
+	for _, name := range c.StoppedComponents() {
+		if err := os.Remove(c.pidFile(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing the pid file of %s: %w", name, err)
+		}
+	}
+	if err := c.run(ctx, "start", "cluster"); err != nil {
+		return fmt.Errorf("starting kube-apiserver: %w\n%s", err, c.ComponentLogs(logTailLines))
+	}
+	return c.poll(ctx, "kube-apiserver to be ready again", c.apiServerReady)
+}
+
+// RestartAPIServer stops kube-apiserver with signal and starts it again.
+func (c *Cluster) RestartAPIServer(ctx context.Context, signal syscall.Signal) error {
+	if err := c.StopAPIServer(ctx, signal); err != nil {
+		return err
+	}
+	return c.StartAPIServer(ctx)
+}
+
+// StoppedComponents names the cluster's components that are not running,
+// e.g. kube-controller-manager after losing its lease while kube-apiserver
+// was down; StartAPIServer starts them too.
+func (c *Cluster) StoppedComponents() []string {
+	pids := c.componentPIDs()
+	var stopped []string
+	for _, name := range clusterComponents {
+		if pid, ok := pids[name]; !ok || !c.isComponent(pid) {
+			stopped = append(stopped, name)
+		}
+	}
+	return stopped
+}
+
+// pidFile is where kwokctl records a component's process id.
+func (c *Cluster) pidFile(component string) string {
+	return filepath.Join(c.clusterDir(), "pids", component+".pid")
+}

@@ -37,32 +37,9 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "embedops-chaos-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	started, err := harness.StartCluster(context.Background(), harness.ClusterOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cluster = started
-	defer func() {
-		if err := started.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	if err := setUp(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(harness.RunWithCluster(m, &cluster, harness.ClusterOptions{}, func(_ *harness.Cluster, dir string) (func(bool), error) {
+		return nil, setUp(dir)
+	}))
 }
 
 // setUp installs the CRDs and the second StorageClass and builds the

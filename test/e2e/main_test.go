@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -17,28 +15,13 @@ import (
 var cluster *harness.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	started, err := harness.StartCluster(context.Background(), harness.ClusterOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cluster = started
-	defer func() {
-		if err := started.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
+	os.Exit(harness.RunWithCluster(m, &cluster, harness.ClusterOptions{}, func(*harness.Cluster, string) (func(bool), error) {
+		stop, err := startController()
+		if err != nil {
+			return nil, err
 		}
-	}()
-	stop, err := startController()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	return m.Run()
+		return func(bool) { stop() }, nil
+	}))
 }
 
 // populatorImage is the image the controller gives populate containers;

@@ -39,12 +39,12 @@ func TestFluxAppliesAServerAndItsDecisionsAudit(t *testing.T) {
 
 	var commitB, bindingA, bindingB string
 	step(t, "A adds the server: Ready after the server, the binding records A", func(t *testing.T) {
-		server := expectAppliedAfterServerReady(t, namespace, commitA)
+		server := expectAppliedAfterServerReady(t, namespace, commitA, true)
 		bindingA = expectFluxBinding(t, server, repo.url, commitA, harness.DefaultStorageClass)
 	})
 	step(t, "B changes the storage class: a new binding records B, the old one retires", func(t *testing.T) {
 		commitB = repo.commit(t, "Move the bge cache to the fast class", map[string]string{serverFile: serverManifest(fast, "")})
-		server := expectAppliedAfterServerReady(t, namespace, commitB)
+		server := expectAppliedAfterServerReady(t, namespace, commitB, false)
 		bindingB = expectFluxBinding(t, server, repo.url, commitB, fast)
 		NewWithT(t).Expect(bindingB).NotTo(Equal(bindingA))
 		expectReleased(t, namespace, bindingA)

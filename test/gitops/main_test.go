@@ -26,46 +26,34 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(harness.RunWithCluster(m, &cluster, harness.ClusterOptions{}, setUpController, setUpGitServer, setUpFlux))
 }
 
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "embedops-gitops-")
+// setUpController runs embedops in this process.
+func setUpController(*harness.Cluster, string) (func(bool), error) {
+	stop, err := startController()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	started, err := harness.StartCluster(context.Background(), harness.ClusterOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cluster = started
-	defer func() {
-		if err := started.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	stopController, err := startController()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stopController()
+	return func(bool) { stop() }, nil
+}
+
+// setUpGitServer serves repositories from dir/git.
+func setUpGitServer(_ *harness.Cluster, dir string) (func(bool), error) {
+	var err error
 	if gitServer, err = startGitServer(filepath.Join(dir, "git")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer gitServer.StopHTTP()
-	flux, err := startFlux(context.Background(), cluster.Kubeconfig, dir)
+	return func(bool) { gitServer.StopHTTP() }, nil
+}
+
+// setUpFlux runs Flux's controllers, whose logs are shown when a test failed.
+func setUpFlux(c *harness.Cluster, dir string) (func(bool), error) {
+	flux, err := startFlux(context.Background(), c.Kubeconfig, dir)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	code := m.Run()
-	stopFlux(flux, code != 0)
-	return code
+	return func(failed bool) { stopFlux(flux, failed) }, nil
 }
 
 // startController installs embedops' and Flux's CRDs and runs the manager

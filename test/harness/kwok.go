@@ -350,21 +350,58 @@ func (c *Cluster) stop() error {
 	return nil
 }
 
+// ClusterSetup prepares a started cluster for a package's tests; dir is a
+// temporary directory removed after them. It returns what to undo after the
+// tests (nil for nothing), told whether a test failed.
+type ClusterSetup func(cluster *Cluster, dir string) (teardown func(failed bool), err error)
+
 // RunWithCluster is a TestMain body: it starts a local cluster into
-// *cluster, runs the tests and stops it, returning the exit code.
-func RunWithCluster(m *testing.M, cluster **Cluster, opts ClusterOptions) int {
+// *cluster, runs the setups in order, runs the tests, undoes the setups in
+// reverse order and stops the cluster, returning the exit code.
+func RunWithCluster(m *testing.M, cluster **Cluster, opts ClusterOptions, setups ...ClusterSetup) int {
+	dir, err := os.MkdirTemp("", "embedops-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
 	started, err := StartCluster(context.Background(), opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	*cluster = started
-	code := m.Run()
+	code := runWithSetups(m, started, dir, setups)
 	if err := started.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if code == 0 {
 			code = 1
 		}
+	}
+	return code
+}
+
+// runWithSetups runs the setups, the tests when every setup succeeded, and
+// the teardowns of the setups that ran, last first.
+func runWithSetups(m *testing.M, cluster *Cluster, dir string, setups []ClusterSetup) int {
+	var teardowns []func(bool)
+	code := 0
+	for _, setup := range setups {
+		teardown, err := setup(cluster, dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+			break
+		}
+		if teardown != nil {
+			teardowns = append(teardowns, teardown)
+		}
+	}
+	if code == 0 {
+		code = m.Run()
+	}
+	for i := len(teardowns) - 1; i >= 0; i-- {
+		teardowns[i](code != 0)
 	}
 	return code
 }

@@ -37,37 +37,20 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(harness.RunWithCluster(m, &cluster, harness.ClusterOptions{}, setUpController))
 }
 
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "embedops-security-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	started, err := harness.StartCluster(context.Background(), harness.ClusterOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cluster = started
-	defer func() {
-		if err := started.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
+// setUpController runs the controller as its own process.
+func setUpController(_ *harness.Cluster, dir string) (func(bool), error) {
+	var err error
 	if controller, err = startController(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer func() {
+	return func(bool) {
 		if err := controller.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
-	}()
-	return m.Run()
+	}, nil
 }
 
 // startController installs the CRDs, builds the controller into dir and

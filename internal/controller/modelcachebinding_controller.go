@@ -166,8 +166,9 @@ func (r *ModelCacheBindingReconciler) reconcileActive(ctx context.Context, bindi
 }
 
 // reconcileRetiring deletes the claims, each with the UID and
-// resourceVersion it was read at, waits until they are gone, then records
-// Released and drops the finalizer.
+// resourceVersion it was read at, waits until they are gone and no
+// StatefulSet can create one of them again, then records Released and drops
+// the finalizer.
 func (r *ModelCacheBindingReconciler) reconcileRetiring(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
 	remaining, err := r.releaseClaims(ctx, binding)
 	if err != nil {
@@ -175,6 +176,12 @@ func (r *ModelCacheBindingReconciler) reconcileRetiring(ctx context.Context, bin
 	}
 	if remaining > 0 {
 		return ctrl.Result{RequeueAfter: r.releaseInterval}, nil
+	}
+	if user, err := r.statefulSetMakingClaims(ctx, binding); err != nil || user != "" {
+		if user != "" {
+			ctrl.LoggerFrom(ctx).V(1).Info("waiting for a StatefulSet that can still create claims of the binding", "statefulSet", user)
+		}
+		return ctrl.Result{RequeueAfter: r.releaseInterval}, err
 	}
 	binding.Status.Phase = embedopsv1.BindingReleased
 	binding.Status.ReleasedAt = &metav1.Time{Time: r.now()}

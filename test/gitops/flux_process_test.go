@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,26 +121,12 @@ func (c *fluxController) waitReady(ctx context.Context, url string) error {
 			return false, errors.Join(fmt.Errorf("%s exited before it was ready", c.name), c.err)
 		default:
 		}
-		return answers(ctx, url), nil
+		return harness.Answers(ctx, url), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s to be ready: %w\n%s", c.name, err, c.logTail())
 	}
 	return nil
-}
-
-// answers reports whether url answers 200 OK.
-func answers(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // stop asks the process to end with SIGTERM and waits for it, killing it

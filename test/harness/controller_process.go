@@ -98,7 +98,7 @@ func (p *ControllerProcess) waitReady(ctx context.Context) error {
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
 	for {
-		if p.answers(ctx, p.ReadyURL) {
+		if Answers(ctx, p.ReadyURL) {
 			return nil
 		}
 		select {
@@ -111,8 +111,9 @@ func (p *ControllerProcess) waitReady(ctx context.Context) error {
 	}
 }
 
-// answers reports whether url answers 200 OK.
-func (p *ControllerProcess) answers(ctx context.Context, url string) bool {
+// Answers reports whether url answers 200 OK: a probe of a process the
+// tests started.
+func Answers(ctx context.Context, url string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -17,15 +16,15 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/populate"
 )
 
 // populateMessage is the JSON `embedops populate --termination-log` leaves
 // as the populate init container's termination message: the result on
 // success, {"error": ...} on failure.
 type populateMessage struct {
-	ResolvedCommit string `json:"resolvedCommit"`
-	ContentDigest  string `json:"contentDigest"`
-	Error          string `json:"error"`
+	populate.Result
+	Error string `json:"error"`
 }
 
 // populateOutcome is what one pod's populate init container reports.
@@ -223,7 +222,7 @@ func populateOutcomeOf(pod *corev1.Pod) (populateOutcome, bool) {
 	case terminated.ExitCode != 0:
 		outcome.failed = true
 		outcome.detail = failureDetail(terminated, message, decodeErr)
-	case decodeErr != nil || !isRecordable(message):
+	case decodeErr != nil || !message.Recordable():
 		outcome.failed = true
 		outcome.detail = fmt.Sprintf("%s exited 0 without a readable result in its termination message", builder.PopulateContainerName)
 	default:
@@ -254,17 +253,4 @@ func populateStatusOf(pod *corev1.Pod) (corev1.ContainerStatus, bool) {
 		}
 	}
 	return corev1.ContainerStatus{}, false
-}
-
-// The forms the binding's schema accepts for realized fields.
-var (
-	commitPattern = regexp.MustCompile(`^[a-f0-9]{40}$`)
-	digestPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
-)
-
-// isRecordable reports whether the binding would accept the result: a
-// malformed one would be refused by the API server on every attempt.
-func isRecordable(message populateMessage) bool {
-	return commitPattern.MatchString(message.ResolvedCommit) &&
-		(message.ContentDigest == "" || digestPattern.MatchString(message.ContentDigest))
 }

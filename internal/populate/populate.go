@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -70,6 +71,16 @@ type Result struct {
 	Files int `json:"files"`
 	// Bytes is the total size of the snapshot's files.
 	Bytes int64 `json:"bytes"`
+}
+
+// contentDigestPattern is the form ContentDigest returns.
+var contentDigestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// Recordable reports whether r is what a binding records as realized: a
+// full commit id and, when set, a content digest in ContentDigest's form.
+// A result read back from a termination message is checked with it.
+func (r Result) Recordable() bool {
+	return isCommit(r.ResolvedCommit) && (r.ContentDigest == "" || contentDigestPattern.MatchString(r.ContentDigest))
 }
 
 // populator carries one run's settings.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
@@ -53,6 +54,11 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		return ctrl.Result{}, err
 	}
 	if err := r.useBinding(ctx, server, binding, d); err != nil {
+		if errors.Is(err, errServerGone) {
+			ctrl.LoggerFrom(ctx).Info("not referencing a binding: the server is gone or being deleted")
+			scope.halted = true
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	scope.cache = cacheOf(d, binding.Name, r.populatorImage)
@@ -188,6 +194,12 @@ func (r *EmbeddingServerReconciler) useBinding(ctx context.Context, server *embe
 // at the same moment) is retried at once from a fresh read: returned, it
 // would back the server off until the unreferenced binding retires.
 func (r *EmbeddingServerReconciler) referenceBinding(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
+	if hasReference(binding, server.UID) {
+		return nil
+	}
+	if err := r.confirmLive(ctx, server); err != nil {
+		return err
+	}
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -212,6 +224,29 @@ func (r *EmbeddingServerReconciler) referenceBinding(ctx context.Context, server
 	})
 	if err != nil {
 		return fmt.Errorf("adding the reference to binding %s: %w", binding.Name, err)
+	}
+	return nil
+}
+
+// errServerGone stops a reconcile working from a cached server that has
+// been deleted: it must not reference a binding nobody would leave.
+var errServerGone = errors.New("the server is gone or being deleted")
+
+// confirmLive reads the server uncached before it references a binding:
+// it must exist with this UID, hold the finalizer and not be deleting, so
+// that its deletion is sure to go through reconcileDelete, which leaves the
+// binding. The cache may still hold a server deleted a moment ago.
+func (r *EmbeddingServerReconciler) confirmLive(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
+	live := &embedopsv1.EmbeddingServer{}
+	err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(server), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return errServerGone
+	case err != nil:
+		return fmt.Errorf("reading the server: %w", err)
+	case live.UID != server.UID || !live.DeletionTimestamp.IsZero() ||
+		!controllerutil.ContainsFinalizer(live, embedopsv1.ServerFinalizer):
+		return errServerGone
 	}
 	return nil
 }

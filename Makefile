@@ -136,7 +136,7 @@ $(GOLANGCI_LINT): test/tools/lint/go.mod test/tools/lint/go.sum
 $(BIN)/crds/flux: test/tools/flux/go.mod
 	@mkdir -p $@.tmp
 	for module in github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller; do \
-		dir=$$(cd test/tools/flux && go list -m -f '{{.Dir}}' $$module); \
+		dir=$$(cd test/tools/flux && go mod download $$module && go list -m -f '{{.Dir}}' $$module); \
 		install -m 0644 $$dir/config/crd/bases/*.yaml $@.tmp/; \
 	done
 	mv $@.tmp $@

@@ -89,4 +89,27 @@ const (
 	SourceUnknownReason = "SourceUnknown"
 	// ClaimResizedReason: a cache claim was resized by hand.
 	ClaimResizedReason = "ClaimResized"
+	// StorageClassDeletedReason: the StorageClass recorded by a binding was
+	// deleted after the decision.
+	StorageClassDeletedReason = "StorageClassDeleted"
+)
+
+// Reasons of a ModelCacheBinding's Ready condition and of the Events of its
+// data-affecting transitions; an event's reason is the condition's.
+const (
+	// CreatedReason: a binding recorded a new cache decision.
+	CreatedReason = "Created"
+	// RetiringReason: the binding's retention ended; its claims are being
+	// deleted.
+	RetiringReason = "Retiring"
+	// ClaimDeletedReason: a retiring binding deleted one of its claims.
+	ClaimDeletedReason = "ClaimDeleted"
+	// ClaimNotOwnedReason: a claim named by a binding is not the binding's
+	// (no owner reference, no binding label) and is left alone.
+	ClaimNotOwnedReason = "ClaimNotOwned"
+	// ReleasedReason: the binding's data is released; it is kept as an audit
+	// record.
+	ReleasedReason = "Released"
+	// PrunedReason: a Released binding beyond the history limit was deleted.
+	PrunedReason = "Pruned"
 )

@@ -33,6 +33,8 @@ func main() {
 	flag.StringVar(&opts.EmbeddingServer.PopulatorImage, "populator-image", "",
 		"The image whose /embedops populate fills PerReplica caches as an init container before TEI starts offline; "+
 			"config/manager passes the controller's own image. Empty: TEI downloads the model itself.")
+	flag.IntVar(&opts.ModelCacheBinding.HistoryLimit, "binding-history-limit", controller.DefaultBindingHistoryLimit,
+		"How many Released ModelCacheBindings are kept per server as audit records; older ones are deleted.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader election lease; empty means the controller's own namespace (set it outside a cluster).")
 	opts.LeaderElection.BindFlags(flag.CommandLine)

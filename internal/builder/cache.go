@@ -3,6 +3,7 @@ package builder
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -124,6 +125,15 @@ func (c *Cache) podLabels() map[string]string {
 	return map[string]string{embedopsv1.CacheBindingLabel: c.Binding}
 }
 
+// claimLabels are the labels of a PerReplica claim: the server's owner
+// labels, so the controller's cache sees it, and the binding's name, so the
+// binding recognises the claim as its own before it deletes it.
+func (c *Cache) claimLabels(server *embedopsv1.EmbeddingServer) map[string]string {
+	labels := Labels(server)
+	maps.Copy(labels, c.podLabels())
+	return labels
+}
+
 // mode returns the cache mode; nil means None.
 func (c *Cache) mode() embedopsv1.CacheMode {
 	if c == nil {
@@ -185,7 +195,7 @@ func (c *Cache) claimTemplates(server *embedopsv1.EmbeddingServer) []corev1.Pers
 		return nil
 	}
 	claim := corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: c.TemplateName, Labels: Labels(server)},
+		ObjectMeta: metav1.ObjectMeta{Name: c.TemplateName, Labels: c.claimLabels(server)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: append([]corev1.PersistentVolumeAccessMode(nil), c.AccessModes...),
 			Resources: corev1.VolumeResourceRequirements{

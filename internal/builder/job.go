@@ -1,7 +1,10 @@
 package builder
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,9 +15,14 @@ import (
 
 // The Shared cache's populate Job.
 const (
-	// populateJobSuffix follows the binding's name in its Job's name; a
-	// binding name has at most 52 characters, so the Job's fits a label.
+	// populateJobSuffix follows the binding's name in its Job's name.
 	populateJobSuffix = "-populate"
+	// maxJobNameLength is the longest Job name the API server accepts: the
+	// Job controller copies it into a pod label.
+	maxJobNameLength = 63
+	// jobNameHashLength is how many hex digits of the binding name's hash
+	// stand in for the part of a long name that is cut.
+	jobNameHashLength = 8
 	// populateBackoffLimit is how many times the Job's pod is retried
 	// (with the Job controller's exponential backoff) before it fails.
 	populateBackoffLimit = int32(3)
@@ -22,9 +30,18 @@ const (
 	hubEndpointEnvName = "HF_ENDPOINT"
 )
 
-// PopulateJobName is the name of the Job that fills binding's Shared claim.
+// PopulateJobName is the name of the Job that fills binding's Shared claim:
+// "<binding>-populate", or, when that is longer than a Job name may be (a
+// suffixed binding of a long model name), the binding's name cut short and a
+// hash of the whole of it, so two bindings never share a Job.
 func PopulateJobName(binding string) string {
-	return binding + populateJobSuffix
+	name := binding + populateJobSuffix
+	if len(name) <= maxJobNameLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(binding))
+	keep := maxJobNameLength - len(populateJobSuffix) - jobNameHashLength - 1
+	return strings.TrimRight(binding[:keep], "-") + "-" + hex.EncodeToString(sum[:])[:jobNameHashLength] + populateJobSuffix
 }
 
 // PopulateJob runs `embedops populate` once on the Shared claim of binding,

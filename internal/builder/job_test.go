@@ -1,14 +1,19 @@
 package builder_test
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 func TestPopulateJob(t *testing.T) {
@@ -54,4 +59,25 @@ func TestPopulateJobNeedsSharedPopulatedCache(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring("a populate Job needs a Shared cache")))
 		})
 	}
+}
+
+func TestPopulateJobNameFitsAJobNameForTheLongestBinding(t *testing.T) {
+	g := NewWithT(t)
+	// The longest model name admission allows, in a Shared cache, under the
+	// last suffix a decision's binding may take.
+	longest := fixtures.EmbeddingServer(testNamespace, "tei", fixtures.WithDefaults(),
+		fixtures.WithCacheMode(embedopsv1.CacheModeShared),
+		fixtures.WithModel(strings.Repeat("o", 128)+"/"+strings.Repeat("m", 127), "main"))
+	d, err := decision.For(longest)
+	g.Expect(err).NotTo(HaveOccurred())
+	names := map[string]string{}
+	for n := 1; n <= decision.MaxBindingSuffix; n++ {
+		binding := decision.BindingNameAt(decision.BindingName(d), n)
+		job := builder.PopulateJobName(binding)
+		g.Expect(len(job)).To(BeNumerically("<=", 63), "Job %s of binding %s", job, binding)
+		g.Expect(validation.IsDNS1123Label(job)).To(BeEmpty(), job)
+		g.Expect(names).NotTo(HaveKey(job), "two bindings share Job %s", job)
+		names[job] = binding
+	}
+	g.Expect(builder.PopulateJobName("short")).To(Equal("short-populate"), "a name that fits is kept readable")
 }

@@ -9,8 +9,11 @@
 //   - A reconcile ends in one of three ways: a wrapped error (retried), a
 //     RequeueAfter with Ready=False and Reconciling=True (waiting for pods),
 //     or reconcile.TerminalError with Stalled=True and a Warning event whose
-//     reason is the condition's (the user must fix the spec, a referenced
-//     Secret or a conflicting object).
+//     reason is the condition's (the user must fix the spec or a referenced
+//     Secret). A child's name taken by a foreign object is the one stall
+//     that polls (Stalled=True, RequeueAfter): that object is not watched,
+//     so the server must look again to recover once it is gone. Requeues
+//     carry jitter.
 //   - Children are applied with fluxcd/pkg/ssa under embedopsv1.FieldManager;
 //     ssa's dry-run drift detection writes nothing when nothing changed. An
 //     object is recreated only for a change the API server refuses in place,
@@ -18,7 +21,8 @@
 //     spec never deletes a running StatefulSet.
 //   - A child's name is used only when free or taken by an object with this
 //     server's owner labels and no other controller; anything else is an
-//     OwnershipConflictError and is never touched.
+//     OwnershipConflictError, checked before any binding is made, and the
+//     object is never touched.
 //   - Cache PersistentVolumeClaims are never pruned or deleted here: their
 //     ModelCacheBinding releases them.
 //   - Secret data is never cached, logged or emitted: Secrets are watched as
@@ -40,15 +44,12 @@
 //     which are never overwritten: a pod reporting another commit is a
 //     ResolvedCommitMismatch Warning event and a note in ModelReady.
 //
-// Invariants of the ModelCacheBinding lifecycle (DESIGN §4):
-//   - A server adds its reference only to an Active binding, with a
-//     Status().Update carrying the resourceVersion it read; a Retiring or
-//     Released binding is never revived, the server gets a suffixed one.
-//   - A binding moves to Retiring with the resourceVersion it was read at
-//     with zero references, so a concurrent reference makes it a Conflict.
-//     Binding status is therefore written with Update, not a patch.
-//   - Claims are deleted only by a Retiring binding, with UID and
-//     resourceVersion preconditions; drift never deletes anything.
+// Every write to a ModelCacheBinding goes through one ledger.Ledger, shared
+// by both reconcilers; the package ledger states the lifecycle's rules (the
+// resourceVersion rule among them). status.cacheBinding names the binding
+// whose claims the applied StatefulSet mounts, so it moves with the pods.
+// Ready is True only once the StatefulSet's status is of the generation this
+// process last applied and its update revision is rolled out (kstatus).
 //
 // The RBAC markers below are the controller's whole permission set; `make
 // manifests` turns them into config/rbac/role.yaml. Secrets are read as

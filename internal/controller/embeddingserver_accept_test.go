@@ -10,12 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 func TestServerWaitsForItsTokenSecretWithoutRollingOut(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	const token = "hf_value_that_must_never_leak"
-	key := createServer(t, g, embeddingServer(namespace, "private", withToken("hf-token", "token")))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "private", fixtures.WithToken("hf-token", "token")))
 
 	server := waitForCondition(t, g, key, embedopsv1.AcceptedCondition, metav1.ConditionFalse, embedopsv1.SecretNotFoundReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.AcceptedCondition)).To(ContainSubstring("hf-token does not exist"))

@@ -4,24 +4,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/events"
-	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/internal/decision"
-	"github.com/embedops/embedops/internal/provenance"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
 func TestSharedServersShareOneBindingAndOneClaim(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	first := createServer(t, g, embeddingServer(namespace, "a", withCacheMode(embedopsv1.CacheModeShared)))
-	second := createServer(t, g, embeddingServer(namespace, "b", withCacheMode(embedopsv1.CacheModeShared)))
+	first := createServer(t, g, fixtures.EmbeddingServer(namespace, "a", fixtures.WithCacheMode(embedopsv1.CacheModeShared)))
+	second := createServer(t, g, fixtures.EmbeddingServer(namespace, "b", fixtures.WithCacheMode(embedopsv1.CacheModeShared)))
 
 	binding := waitForBinding(t, g, first, "")
 	g.Expect(waitForBinding(t, g, second, "").Name).To(Equal(binding.Name))
@@ -55,10 +53,10 @@ func TestSharedServersShareOneBindingAndOneClaim(t *testing.T) {
 
 func TestCacheModeNoneHasNoBinding(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei", withRetainFor(time.Hour)))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithRetainFor(time.Hour)))
 	binding := waitForBinding(t, g, key, "")
 
-	updateServer(t, g, key, withCacheMode(embedopsv1.CacheModeNone), func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.RetainFor = nil })
+	updateServer(t, g, key, fixtures.WithCacheMode(embedopsv1.CacheModeNone), func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.RetainFor = nil })
 	g.Eventually(func(g Gomega) {
 		server := getServer(t, g, key)
 		g.Expect(server.Status.ObservedGeneration).To(Equal(server.Generation))
@@ -73,19 +71,14 @@ func TestRestartBetweenCreateAndReferenceLeavesOneBinding(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
-	key := createServer(t, g, embeddingServer(namespace, "tei", withReplicas(2)))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2)))
 	server := getServer(t, g, key)
 	d := decisionOf(t, server)
 
-	// A controller that stopped right after creating the binding.
-	// The events recorder needs a logger with a sink: logr.Discard has none.
-	recorder, err := events.NewRecorder(testr.New(t), "", "test", events.WithScheme(env.Scheme), events.WithLegacyEventRecorder(&record.FakeRecorder{}))
-	g.Expect(err).NotTo(HaveOccurred())
-	stopped := &EmbeddingServerReconciler{client: env.Client, apiReader: env.Client, events: recorder, provenance: &provenance.Resolver{Reader: env.Client}, now: time.Now}
-	created, err := stopped.bindingFor(t.Context(), server, d)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(created.Name).To(Equal(decision.BindingName(d)))
-	g.Expect(created.Status.RequestReferences).To(BeEmpty())
+	// A controller that stopped right after creating the binding, before
+	// it referenced it.
+	created := builder.Binding(server, d, decision.BindingName(d), embedopsv1.DecisionSource{Method: embedopsv1.SourceUnknown, DecidedAt: metav1.Now()})
+	g.Expect(env.Client.Create(t.Context(), created)).To(Succeed())
 
 	startManager(t, namespace)
 	g.Eventually(func(g Gomega) {
@@ -105,10 +98,10 @@ func TestRestartBetweenCreateAndReferenceLeavesOneBinding(t *testing.T) {
 func TestDecisionSourceIsRecordedAndTold(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	commit := "0123456789abcdef0123456789abcdef01234567"
-	declared := embeddingServer(namespace, "declared")
+	declared := fixtures.EmbeddingServer(namespace, "declared")
 	declared.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "main@sha1:" + commit}
 	declaredKey := createServer(t, g, declared)
-	unknownKey := createServer(t, g, embeddingServer(namespace, "unknown"))
+	unknownKey := createServer(t, g, fixtures.EmbeddingServer(namespace, "unknown"))
 
 	g.Expect(waitForBinding(t, g, declaredKey, "").Spec.Source.Commit).To(Equal(commit))
 	g.Expect(waitForBinding(t, g, unknownKey, "").Spec.Source.Method).To(Equal(embedopsv1.SourceUnknown))
@@ -124,7 +117,7 @@ func TestDecisionSourceIsRecordedAndTold(t *testing.T) {
 
 func TestMalformedDeclaredRevisionStalls(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	server := embeddingServer(namespace, "tei")
+	server := fixtures.EmbeddingServer(namespace, "tei")
 	server.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "main"}
 	key := createServer(t, g, server)
 	stalled := waitForCondition(t, g, key, embedopsv1.StalledCondition, metav1.ConditionTrue, embedopsv1.ConfigurationInvalidReason)

@@ -18,7 +18,7 @@ func cacheOf(d *decision.Decision, bindingName, populatorImage string) *builder.
 	return &builder.Cache{
 		Mode:             embedopsv1.CacheModePerReplica,
 		Binding:          bindingName,
-		TemplateName:     claimTemplateNameOf(d, bindingName),
+		TemplateName:     decision.ClaimTemplateNameOf(d, bindingName),
 		StorageClassName: d.Decision.StorageClassName,
 		Size:             d.Decision.Size.DeepCopy(),
 		AccessModes:      d.Decision.AccessModes,

@@ -9,6 +9,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 // decisionOf is the cache decision of a test server.
@@ -20,7 +21,7 @@ func decisionOf(t *testing.T, server *embedopsv1.EmbeddingServer) *decision.Deci
 }
 
 func TestCacheOfFollowsTheDecisionAndTheBinding(t *testing.T) {
-	perReplica := decisionOf(t, embeddingServer("models", "tei", withCacheSize("40Gi"), func(s *embedopsv1.EmbeddingServer) {
+	perReplica := decisionOf(t, fixtures.EmbeddingServer("models", "tei", fixtures.WithCacheSize("40Gi"), func(s *embedopsv1.EmbeddingServer) {
 		s.Spec.Cache.StorageClassName = "fast"
 	}))
 
@@ -41,12 +42,12 @@ func TestCacheOfFollowsTheDecisionAndTheBinding(t *testing.T) {
 	})
 	t.Run("a new size is a new template", func(t *testing.T) {
 		g := NewWithT(t)
-		other := decisionOf(t, embeddingServer("models", "tei", withCacheSize("80Gi")))
+		other := decisionOf(t, fixtures.EmbeddingServer("models", "tei", fixtures.WithCacheSize("80Gi")))
 		g.Expect(cacheOf(other, decision.BindingName(other), "").TemplateName).NotTo(Equal(decision.ClaimTemplateName(perReplica)))
 	})
 	t.Run("shared mounts the binding's claim", func(t *testing.T) {
 		g := NewWithT(t)
-		shared := decisionOf(t, embeddingServer("models", "tei", withCacheMode(embedopsv1.CacheModeShared)))
+		shared := decisionOf(t, fixtures.EmbeddingServer("models", "tei", fixtures.WithCacheMode(embedopsv1.CacheModeShared)))
 		cache := cacheOf(shared, "bge-small-en-v1-5-abc-2", "")
 		g.Expect(cache.Mode).To(Equal(embedopsv1.CacheModeShared))
 		g.Expect(cache.ClaimName).To(Equal("bge-small-en-v1-5-abc-2"))

@@ -30,6 +30,9 @@ import (
 // binding releases cache claims.
 var persistentVolumeClaimKind = schema.GroupKind{Kind: "PersistentVolumeClaim"}
 
+// statefulSetKind is the child whose rollout readiness waits for.
+var statefulSetKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet").GroupKind()
+
 // buildChildren builds the StatefulSet and Services with the binding's
 // cache. A spec the builder refuses stalls the server as
 // ConfigurationInvalid; nothing is applied and the running children are left
@@ -86,22 +89,30 @@ func ownerLabels() *ssa.ResourceManager {
 }
 
 // checkOwnership refuses to touch a child whose name is taken by an object
-// embedops does not own for this server. Children are read uncached: the
-// cache holds only labelled objects, and a foreign one has no labels.
+// embedops does not own for this server, before any binding is made for it.
+// Children are read uncached: the cache holds only labelled objects, and a
+// foreign one has no labels. Since such an object is not watched, a conflict
+// stalls the server and is looked at again after the progress interval, so
+// the server recovers within one requeue once the object is gone.
 func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	for _, child := range scope.children {
+	for _, entry := range expectedChildren(scope.server) {
+		id, err := object.ParseObjMetadata(entry.ID)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("parsing child %q: %w", entry.ID, err)
+		}
 		existing := &metav1.PartialObjectMetadata{}
-		existing.SetGroupVersionKind(child.GroupVersionKind())
-		err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(child), existing)
+		existing.SetGroupVersionKind(id.GroupKind.WithVersion(entry.Version))
+		err = r.apiReader.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, existing)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("reading %s %s: %w", child.GetKind(), child.GetName(), err)
+			return ctrl.Result{}, fmt.Errorf("reading %s %s: %w", id.GroupKind.Kind, id.Name, err)
 		}
 		if why := ownershipConflict(scope.server, existing); why != "" {
-			conflict := &OwnershipConflictError{Kind: child.GetKind(), Namespace: child.GetNamespace(), Name: child.GetName(), Why: why}
-			return ctrl.Result{}, r.stall(scope, embedopsv1.OwnershipConflictReason, conflict)
+			conflict := &OwnershipConflictError{Kind: id.GroupKind.Kind, Namespace: id.Namespace, Name: id.Name, Why: why}
+			r.stallAndPoll(scope, embedopsv1.OwnershipConflictReason, conflict)
+			return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 		}
 	}
 	return ctrl.Result{}, nil
@@ -116,11 +127,29 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 	}
 	scope.server.Status.Inventory = inventoryOf(scope.children)
 	for _, entry := range changes.Entries {
-		if entry.Action != ssa.UnchangedAction {
-			ctrl.LoggerFrom(ctx).Info("applied child", "child", entry.Subject, "action", entry.Action.String())
+		if entry.Action == ssa.UnchangedAction {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("applied child", "child", entry.Subject, "action", entry.Action.String())
+		if entry.ObjMetadata.GroupKind == statefulSetKind {
+			if err := r.recordRollout(ctx, scope.server); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// recordRollout remembers the StatefulSet just changed, read uncached (only
+// when it changed), so readiness waits until the cache has caught up with it.
+func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
+	applied := &metav1.PartialObjectMetadata{}
+	applied.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(server), applied); err != nil {
+		return fmt.Errorf("reading the StatefulSet just applied: %w", err)
+	}
+	r.rollouts.record(server.UID, appliedStatefulSet{uid: applied.UID, generation: applied.Generation})
+	return nil
 }
 
 // apply applies the children without recreating anything first. When the API
@@ -190,10 +219,11 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	if err := r.deleteEntries(ctx, server, deletableEntries(server)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting children: %w", err)
 	}
-	if err := r.leaveBindings(ctx, server, ""); err != nil {
+	if err := r.ledger.Leave(ctx, server, ""); err != nil {
 		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(server, embedopsv1.ServerFinalizer)
+	r.rollouts.forget(server.UID)
 	ctrl.LoggerFrom(ctx).Info("deleted children")
 	return ctrl.Result{}, nil
 }
@@ -226,16 +256,21 @@ func (r *EmbeddingServerReconciler) deleteEntries(ctx context.Context, server *e
 // deletableEntries are the inventory entries plus the children a server
 // always has, in case it is deleted before its inventory was recorded.
 func deletableEntries(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceRef {
-	known := []embedopsv1.ResourceRef{
-		inventoryRef(server.Namespace, server.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet")),
-		inventoryRef(server.Namespace, server.Name, corev1.SchemeGroupVersion.WithKind("Service")),
-		inventoryRef(server.Namespace, builder.HeadlessServiceName(server), corev1.SchemeGroupVersion.WithKind("Service")),
-	}
 	var recorded []embedopsv1.ResourceRef
 	if server.Status.Inventory != nil {
 		recorded = server.Status.Inventory.Entries
 	}
-	return mergeEntries(recorded, known)
+	return mergeEntries(recorded, expectedChildren(server))
+}
+
+// expectedChildren are the children every server has, named by the server
+// alone: the StatefulSet, the Service and the headless Service.
+func expectedChildren(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceRef {
+	return []embedopsv1.ResourceRef{
+		inventoryRef(server.Namespace, server.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet")),
+		inventoryRef(server.Namespace, server.Name, corev1.SchemeGroupVersion.WithKind("Service")),
+		inventoryRef(server.Namespace, builder.HeadlessServiceName(server), corev1.SchemeGroupVersion.WithKind("Service")),
+	}
 }
 
 // inventoryOf lists applied objects in Flux's inventory shape, sorted by ID.

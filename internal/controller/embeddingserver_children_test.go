@@ -13,17 +13,18 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 func TestServerStallsOnAnInvalidPodTemplateAndTouchesNothing(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 	before := &appsv1.StatefulSet{}
 	g.Expect(env.Client.Get(t.Context(), key, before)).To(Succeed())
 
-	updateServer(t, g, key, withPodTemplate(`{"spec":{"containers":[{"name":"embedding","imagePullPolicy":"Always","bogusField":true}]}}`))
+	updateServer(t, g, key, fixtures.WithPodTemplate(`{"spec":{"containers":[{"name":"embedding","imagePullPolicy":"Always","bogusField":true}]}}`))
 	server := waitForCondition(t, g, key, embedopsv1.StalledCondition, metav1.ConditionTrue, embedopsv1.ConfigurationInvalidReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.StalledCondition)).To(ContainSubstring("invalid spec.podTemplate"))
 	g.Expect(conditions.IsFalse(server, embedopsv1.ReadyCondition)).To(BeTrue())
@@ -56,12 +57,12 @@ func TestServerStallsOnAnInvalidPodTemplateAndTouchesNothing(t *testing.T) {
 
 func TestServerRefusesASpecTheAPIServerRejectsWithoutDeletingTheStatefulSet(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	before := waitForStatefulSet(t, g, key)
 
 	// Valid for the builder and the CRD schema, invalid for the Pod API:
 	// requests above limits.
-	updateServer(t, g, key, withPodTemplate(`{"spec":{"containers":[{"name":"embedding","resources":{"requests":{"cpu":"2"},"limits":{"cpu":"1"}}}]}}`))
+	updateServer(t, g, key, fixtures.WithPodTemplate(`{"spec":{"containers":[{"name":"embedding","resources":{"requests":{"cpu":"2"},"limits":{"cpu":"1"}}}]}}`))
 	server := waitForCondition(t, g, key, embedopsv1.StalledCondition, metav1.ConditionTrue, embedopsv1.ConfigurationInvalidReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.StalledCondition)).To(ContainSubstring("the API server refuses StatefulSet tei"))
 	after := &appsv1.StatefulSet{}
@@ -80,7 +81,7 @@ func TestServerLeavesAnotherOwnersServiceAlone(t *testing.T) {
 		},
 	}
 	g.Expect(env.Client.Create(t.Context(), foreign)).To(Succeed())
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 
 	server := waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.OwnershipConflictReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(ContainSubstring("Service " + namespace + "/tei exists and is not owned"))
@@ -98,11 +99,23 @@ func TestServerLeavesAnotherOwnersServiceAlone(t *testing.T) {
 	g.Expect(now.Labels).To(Equal(map[string]string{"app": "legacy"}))
 	g.Expect(now.OwnerReferences).To(BeEmpty())
 	g.Expect(isNotFound(t, &appsv1.StatefulSet{}, key)()).To(BeTrue(), "no child is applied while one is in conflict")
+	g.Expect(listBindings(t, g, namespace)).To(BeEmpty(), "no cache decision is recorded while a child is in conflict")
+
+	// The foreign Service is not watched: the stalled server looks again
+	// after its progress interval and recovers once the Service is gone.
+	g.Expect(env.Client.Delete(t.Context(), foreign)).To(Succeed())
+	waitForStatefulSet(t, g, key)
+	g.Eventually(func(g Gomega) {
+		server := getServer(t, g, key)
+		g.Expect(conditions.Has(server, embedopsv1.StalledCondition)).To(BeFalse())
+		g.Expect(conditions.GetReason(server, embedopsv1.ReadyCondition)).To(Equal(embedopsv1.InitializingReason))
+		g.Expect(server.Status.CacheBinding).NotTo(BeEmpty())
+	}).Should(Succeed())
 }
 
 func TestServerReportsFailingPods(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 
@@ -146,7 +159,7 @@ func TestSSAOwnerLabelsAreEmbedopsOwnerLabels(t *testing.T) {
 
 func TestChildObjectsAreOwnedLabelledAndWithoutStatus(t *testing.T) {
 	g := NewWithT(t)
-	server := embeddingServer("models", "tei")
+	server := fixtures.EmbeddingServer("models", "tei")
 	server.UID = "u1"
 	sts, err := builder.StatefulSet(server, nil)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -196,7 +209,7 @@ func TestStaleEntriesAreThoseNoLongerApplied(t *testing.T) {
 
 func TestDeletableEntriesIncludeTheKnownChildren(t *testing.T) {
 	g := NewWithT(t)
-	server := embeddingServer("models", "tei")
+	server := fixtures.EmbeddingServer("models", "tei")
 	known := []embedopsv1.ResourceRef{
 		{ID: "models_tei-pods__Service", Version: "v1"},
 		{ID: "models_tei__Service", Version: "v1"},

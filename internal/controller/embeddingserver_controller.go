@@ -30,6 +30,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/controller/ledger"
 	"github.com/embedops/embedops/internal/provenance"
 )
 
@@ -81,6 +82,8 @@ type EmbeddingServerReconciler struct {
 	events           events.Recorder
 	metrics          fluxcontroller.Metrics
 	resources        *ssa.ResourceManager
+	ledger           *ledger.Ledger
+	rollouts         rollouts
 	provenance       *provenance.Resolver
 	progressInterval time.Duration
 	endpointCheck    bool
@@ -116,6 +119,9 @@ type serverScope struct {
 	// halted stops the remaining phases: a phase is waiting, and said on
 	// what in the conditions.
 	halted bool
+	// stalled: a phase is waiting for a human (Stalled is set) and polls,
+	// since what it waits on is not watched.
+	stalled bool
 }
 
 // phase is one step of a reconcile. It changes the scope's server status and
@@ -125,14 +131,10 @@ type phase struct {
 	run  func(context.Context, *serverScope) (ctrl.Result, error)
 }
 
-// SetupWithManager wires the reconciler into mgr: clients, events, metrics,
-// the token Secret index and the watches.
-func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts EmbeddingServerReconcilerOptions) error {
-	recorder, err := events.NewRecorder(mgr.GetLogger().WithName("events"), "", embedopsv1.FieldManager, events.WithManager(mgr))
-	if err != nil {
-		return fmt.Errorf("creating the event recorder: %w", err)
-	}
-	r.client, r.apiReader, r.events = mgr.GetClient(), mgr.GetAPIReader(), recorder
+// SetupWithManager wires the reconciler into mgr: clients, the shared event
+// recorder and ledger, metrics, the token Secret index and the watches.
+func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
+	r.client, r.apiReader, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), recorder, l
 	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
 	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader()}
@@ -197,10 +199,10 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"finalizer", r.reconcileFinalizer},
 		{"request", r.reconcileRequest},
 		{"accept", r.reconcileAccepted},
+		{"ownership", r.checkOwnership},
 		{"binding", r.reconcileBinding},
 		{"populate", r.reconcilePopulate},
 		{"build", r.buildChildren},
-		{"ownership", r.checkOwnership},
 		{"apply", r.applyChildren},
 		{"prune", r.pruneChildren},
 		{"leave", r.leaveStaleBindings},

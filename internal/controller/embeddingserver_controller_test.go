@@ -12,12 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
 func TestServerAppliesOwnedLabelledChildrenAndRecordsThem(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 	server := waitForPhase(t, g, key, embedopsv1.PhasePending)
@@ -55,7 +56,7 @@ func TestServerAppliesOwnedLabelledChildrenAndRecordsThem(t *testing.T) {
 
 func TestServerIsReadyWhenAllReplicasAreReady(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei", withReplicas(2)))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2)))
 
 	server := waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(HavePrefix("0/2 replicas ready"))
@@ -73,7 +74,7 @@ func TestServerIsReadyWhenAllReplicasAreReady(t *testing.T) {
 
 func TestServerScaledToZeroIsReady(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "idle", withReplicas(0)))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "idle", fixtures.WithReplicas(0)))
 
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.ScaledToZeroReason)
 	server := waitForPhase(t, g, key, embedopsv1.PhaseScaledToZero)
@@ -84,7 +85,7 @@ func TestServerScaledToZeroIsReady(t *testing.T) {
 
 func TestServerSetsBackHandEditedChildren(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 
@@ -115,11 +116,11 @@ func TestServerSetsBackHandEditedChildren(t *testing.T) {
 
 func TestServerRecreatesTheStatefulSetForANewClaimTemplate(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	before := waitForStatefulSet(t, g, key)
 	g.Expect(before.Spec.VolumeClaimTemplates).To(HaveLen(1))
 
-	updateServer(t, g, key, withCacheSize("20Gi"))
+	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
 	g.Eventually(func(g Gomega) {
 		after := &appsv1.StatefulSet{}
 		g.Expect(env.Client.Get(t.Context(), key, after)).To(Succeed())
@@ -135,7 +136,7 @@ func TestServerRecreatesTheStatefulSetForANewClaimTemplate(t *testing.T) {
 
 func TestServerDeletionRemovesChildrenButNotClaims(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 
@@ -151,7 +152,7 @@ func TestServerDeletionRemovesChildrenButNotClaims(t *testing.T) {
 	g.Expect(claim.Labels).To(HaveKeyWithValue(embedopsv1.NameLabel, "tei"))
 	g.Expect(env.Client.Create(t.Context(), claim)).To(Succeed())
 
-	g.Expect(env.Client.Delete(t.Context(), embeddingServer(namespace, "tei"))).To(Succeed())
+	g.Expect(env.Client.Delete(t.Context(), fixtures.EmbeddingServer(namespace, "tei"))).To(Succeed())
 	g.Eventually(isNotFound(t, &embedopsv1.EmbeddingServer{}, key)).Should(BeTrue())
 	g.Expect(isNotFound(t, &appsv1.StatefulSet{}, key)()).To(BeTrue())
 	g.Expect(isNotFound(t, &corev1.Service{}, key)()).To(BeTrue())
@@ -162,7 +163,7 @@ func TestServerDeletionRemovesChildrenButNotClaims(t *testing.T) {
 
 func TestServerPrunesStaleInventoryEntriesButNotClaims(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 	waitForPhase(t, g, key, embedopsv1.PhasePending)
 	// Settle: a reconcile started before the first status patch would write
@@ -204,7 +205,7 @@ func TestServerWritesNothingAtRest(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	// With the endpoint check on, rechecks of /info write nothing either.
 	writes := startManager(t, namespace, withEndpointCheck(newTEIStandIn(t)))
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	waitForStatefulSet(t, g, key)
 	markStatefulSetReady(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
@@ -228,7 +229,7 @@ func TestServerWritesNothingAtRest(t *testing.T) {
 
 func TestServerSuspendedIsLeftAlone(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei", withSuspend(true)))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithSuspend(true)))
 
 	g.Consistently(func(g Gomega) {
 		server := getServer(t, g, key)
@@ -237,7 +238,7 @@ func TestServerSuspendedIsLeftAlone(t *testing.T) {
 		g.Expect(isNotFound(t, &appsv1.StatefulSet{}, key)()).To(BeTrue())
 	}).Should(Succeed())
 
-	updateServer(t, g, key, withSuspend(false))
+	updateServer(t, g, key, fixtures.WithSuspend(false))
 	waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -86,7 +87,7 @@ func TestServerEndpointCheckRecordsWhatTEIServes(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	standIn := newTEIStandIn(t)
 	startManager(t, namespace, withEndpointCheck(standIn))
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	waitForStatefulSet(t, g, key)
 	markStatefulSetReady(t, g, key)
 
@@ -125,7 +126,7 @@ func TestServerEndpointCheckWarnsOnceOfAnotherServedRevision(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	standIn := newTEIStandIn(t)
 	startManager(t, namespace, withEndpointCheck(standIn))
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	waitForStatefulSet(t, g, key)
 	markStatefulSetReady(t, g, key)
 	server := waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
@@ -164,7 +165,7 @@ func TestServerEndpointCheckOffRecordsNothingServed(t *testing.T) {
 	startManager(t, namespace, func(opts *ManagerOptions) {
 		opts.EmbeddingServer.EndpointClient = NewEndpointClient(dialTo(standIn.server.Listener.Addr().String()))
 	})
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	waitForStatefulSet(t, g, key)
 	markStatefulSetReady(t, g, key)
 

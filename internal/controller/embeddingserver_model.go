@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -105,24 +104,14 @@ func (r *EmbeddingServerReconciler) reconcileModel(ctx context.Context, scope *s
 	return ctrl.Result{}, nil
 }
 
-// recordRealized fills the binding's unset realized fields, with the
-// resourceVersion it was read at; the fields are immutable once set. A
-// Conflict is returned and retried from a fresh read.
+// recordRealized has the ledger fill the binding's unset realized fields;
+// they are immutable once set.
 func (r *EmbeddingServerReconciler) recordRealized(ctx context.Context, scope *serverScope, found *embedopsv1.RealizedCache) error {
-	binding := scope.binding
-	realized := binding.Status.Realized.DeepCopy()
-	if realized == nil {
-		realized = &embedopsv1.RealizedCache{}
+	commit, err := r.ledger.RecordRealized(ctx, scope.binding, found)
+	if err != nil {
+		return err
 	}
-	realized.ResolvedCommit = cmp.Or(realized.ResolvedCommit, found.ResolvedCommit)
-	realized.ContentDigest = cmp.Or(realized.ContentDigest, found.ContentDigest)
-	binding.Status.Realized = realized
-	if err := r.client.Status().Update(ctx, binding, client.FieldOwner(embedopsv1.StatusFieldManager)); err != nil {
-		return fmt.Errorf("recording the realized cache on binding %s: %w", binding.Name, err)
-	}
-	scope.resolvedCommit = realized.ResolvedCommit
-	ctrl.LoggerFrom(ctx).Info("recorded the realized cache", "binding", binding.Name,
-		"resolvedCommit", realized.ResolvedCommit, "contentDigest", realized.ContentDigest)
+	scope.resolvedCommit = commit
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -157,7 +158,7 @@ func TestServerPodsPopulateTheirCacheBeforeTEIStartsOffline(t *testing.T) {
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
-	key := createServer(t, g, embeddingServer(namespace, "tei", withReplicas(2)))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2)))
 
 	sts := waitForStatefulSet(t, g, key)
 	template := sts.Spec.Template.Spec
@@ -199,7 +200,7 @@ func TestServerReportsAFailedPopulate(t *testing.T) {
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 
 	createServerPod(t, g, key, "0", terminatedPopulate(1, `{"error":"revision nope not found"}`))
 	server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadFailedReason)
@@ -211,7 +212,7 @@ func TestServerReportsAFailedPopulate(t *testing.T) {
 
 func TestServerWithoutPopulatorReportsNoModelReady(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	g.Expect(sts.Spec.Template.Spec.InitContainers).To(BeEmpty())
 	for _, e := range sts.Spec.Template.Spec.Containers[0].Env {
@@ -226,7 +227,7 @@ func TestPodsOfAnEarlierBindingAreNotRead(t *testing.T) {
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	sts := waitForStatefulSet(t, g, key)
 	g.Expect(sts.Spec.Template.Labels).To(HaveKey(embedopsv1.CacheBindingLabel))
 

@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -109,7 +110,7 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, embedopsv1.DownloadFailedReason, "Populate", "%s", message)
 	}
 	wait := populateRetryAfter - r.now().Sub(jobFinishedAt(job))
-	if wait > 0 {
+	if wait > 0 && !requestChanged(scope, job) {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	background := metav1.DeletePropagationBackground
@@ -118,6 +119,18 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted failed populate Job to retry it", "job", job.Name)
 	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+}
+
+// requestChanged reports whether the server now asks the populator for
+// something else than the failed Job did (another token Secret or hub
+// endpoint): then the Job is retried at once, with the current request.
+func requestChanged(scope *serverScope, job *batchv1.Job) bool {
+	desired, err := builder.PopulateJob(scope.server, scope.binding, scope.cache)
+	if err != nil || len(job.Spec.Template.Spec.Containers) == 0 {
+		return false
+	}
+	want, have := desired.Spec.Template.Spec.Containers[0].Env, job.Spec.Template.Spec.Containers[0].Env
+	return !equality.Semantic.DeepEqual(want, have)
 }
 
 // holdForPopulate reports the shared cache's download on ModelReady and

@@ -14,6 +14,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -26,19 +27,18 @@ func TestSharedCacheIsPopulatedOnceByAJobBeforeServersStart(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "hf"},
 		Data:       map[string][]byte{"token": []byte("hf_populate")},
 	})).To(Succeed())
-	first := createServer(t, g, embeddingServer(namespace, "a", withCacheMode(embedopsv1.CacheModeShared), withToken("hf", "token")))
-	bindingName := cacheBindingOf(t, g, first)
+	first := createServer(t, g, fixtures.EmbeddingServer(namespace, "a", fixtures.WithCacheMode(embedopsv1.CacheModeShared), fixtures.WithToken("hf", "token")))
+	bindingName := cacheBindingOfJob(t, g, namespace)
 	job := populateJobOf(t, g, namespace, bindingName)
 	g.Expect(job.Spec.Template.Spec.Volumes).To(ConsistOf(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", bindingName)))
 	g.Expect(job.Spec.Template.Spec.Containers[0].Env).To(ContainElement(HaveField("ValueFrom.SecretKeyRef.Name", "hf")),
 		"the server that needed the Job first gives its token Secret")
-	second := createServer(t, g, embeddingServer(namespace, "b", withCacheMode(embedopsv1.CacheModeShared)))
+	second := createServer(t, g, fixtures.EmbeddingServer(namespace, "b", fixtures.WithCacheMode(embedopsv1.CacheModeShared)))
 
 	for _, key := range []types.NamespacedName{first, second} {
 		server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadingReason)
 		g.Expect(conditions.GetReason(server, embedopsv1.ReadyCondition)).To(Equal(embedopsv1.DownloadingReason))
 	}
-	g.Expect(cacheBindingOf(t, g, second)).To(Equal(bindingName))
 	for _, key := range []types.NamespacedName{first, second} {
 		err := env.Client.Get(t.Context(), key, &corev1.Service{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no child is applied before the cache is populated: %v", err)
@@ -53,6 +53,7 @@ func TestSharedCacheIsPopulatedOnceByAJobBeforeServersStart(t *testing.T) {
 		g.Expect(sts.Spec.Template.Spec.InitContainers).To(BeEmpty())
 		g.Expect(sts.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "HF_HUB_OFFLINE", Value: "1"}))
 	}
+	g.Expect(cacheBindingOf(t, g, second)).To(Equal(bindingName), "status.cacheBinding names the binding once the pods mount it")
 	binding := getBinding(t, g, namespace, bindingName)
 	g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA}))
 	var jobs batchv1.JobList
@@ -66,9 +67,9 @@ func TestFailedPopulateJobHoldsTheServer(t *testing.T) {
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
-	key := createServer(t, g, embeddingServer(namespace, "a", withCacheMode(embedopsv1.CacheModeShared)))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "a", fixtures.WithCacheMode(embedopsv1.CacheModeShared)))
 	waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadingReason)
-	bindingName := cacheBindingOf(t, g, key)
+	bindingName := cacheBindingOfJob(t, g, namespace)
 	job := populateJobOf(t, g, namespace, bindingName)
 
 	failJob(t, g, job, terminatedPopulate(1, `{"error":"the hub refused the token (401)"}`))

@@ -52,6 +52,20 @@ func (r *EmbeddingServerReconciler) stall(scope *serverScope, reason string, err
 	return reconcile.TerminalError(err)
 }
 
+// stallAndPoll marks a server that needs a human to remove something
+// embedops does not watch: Stalled and Ready=False with the reason and a
+// Warning event when the stall is new, then the remaining phases are held
+// and the caller requeues to look again.
+func (r *EmbeddingServerReconciler) stallAndPoll(scope *serverScope, reason string, err error) {
+	server := scope.server
+	if conditions.GetReason(server, embedopsv1.StalledCondition) != reason || conditions.GetMessage(server, embedopsv1.StalledCondition) != err.Error() {
+		r.events.Eventf(server, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", err.Error())
+	}
+	conditions.MarkStalled(server, reason, "%s", err.Error())
+	conditions.MarkFalse(server, embedopsv1.ReadyCondition, reason, "%s", err.Error())
+	scope.halted, scope.stalled = true, true
+}
+
 // reconcileReadiness reports the StatefulSet's replicas and the server's URL
 // and sets Ready; it waits while pods are not ready.
 func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
@@ -73,7 +87,7 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 	if statefulSet != nil {
 		server.Status.Replicas, server.Status.ReadyReplicas = statefulSet.Status.Replicas, statefulSet.Status.ReadyReplicas
 	}
-	avail := availabilityOf(server.GetReplicas(), statefulSet)
+	avail := availabilityOf(server.GetReplicas(), statefulSet, statefulSet == nil || r.rollouts.seen(server.UID, statefulSet))
 	if avail.ready {
 		conditions.MarkTrue(server, embedopsv1.ReadyCondition, avail.reason, "%s", avail.message)
 		return ctrl.Result{}, nil
@@ -109,9 +123,11 @@ type availability struct {
 
 // availabilityOf compares the ready replicas of the StatefulSet (nil when it
 // does not exist yet) with the desired replicas: Available when all are
-// ready, ScaledToZero when none are desired and none run, Initializing
-// otherwise. Status of an older StatefulSet generation is not trusted.
-func availabilityOf(desired int32, statefulSet *appsv1.StatefulSet) availability {
+// ready at the StatefulSet's update revision, ScaledToZero when none are
+// desired and none run, Initializing otherwise. A StatefulSet the cache has
+// not caught up with (seen false: this process changed it since), or whose
+// status is of an older generation, is not trusted.
+func availabilityOf(desired int32, statefulSet *appsv1.StatefulSet, seen bool) availability {
 	switch {
 	case desired == 0 && (statefulSet == nil || statefulSet.Status.Replicas == 0):
 		return availability{true, embedopsv1.ScaledToZeroReason, "scaled to zero replicas"}
@@ -122,13 +138,17 @@ func availabilityOf(desired int32, statefulSet *appsv1.StatefulSet) availability
 	switch {
 	case desired == 0:
 		return availability{false, embedopsv1.InitializingReason, fmt.Sprintf("scaling to zero: %d replicas remain", statefulSet.Status.Replicas)}
+	case !seen:
+		return availability{false, embedopsv1.InitializingReason, progress + "; waiting to observe the StatefulSet just applied"}
 	case statefulSet.Status.ObservedGeneration < statefulSet.Generation:
 		return availability{false, embedopsv1.InitializingReason, fmt.Sprintf("%s; StatefulSet generation %d not observed yet", progress, statefulSet.Generation)}
-	case statefulSet.Status.ReadyReplicas >= desired:
-		return availability{true, embedopsv1.AvailableReason, progress}
-	default:
+	case statefulSet.Status.ReadyReplicas < desired:
 		return availability{false, embedopsv1.InitializingReason, progress}
 	}
+	if rollout := rolloutInProgress(statefulSet); rollout != "" {
+		return availability{false, embedopsv1.InitializingReason, progress + "; rolling out: " + rollout}
+	}
+	return availability{true, embedopsv1.AvailableReason, progress}
 }
 
 // serviceURL is the in-cluster address of the client Service.
@@ -150,6 +170,7 @@ func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *s
 	terminal := errors.Is(reconcileErr, reconcile.TerminalError(nil))
 	switch {
 	case deleting:
+	case reconcileErr == nil && scope.stalled:
 	case reconcileErr == nil && conditions.IsTrue(server, embedopsv1.ReadyCondition):
 		conditions.Delete(server, embedopsv1.StalledCondition)
 		conditions.Delete(server, embedopsv1.ReconcilingCondition)

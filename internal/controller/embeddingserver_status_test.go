@@ -67,30 +67,44 @@ func TestServerPhaseIsDerivedFromConditions(t *testing.T) {
 }
 
 func TestAvailabilityComparesReadyAndDesiredReplicas(t *testing.T) {
-	sts := func(generation, observed int64, replicas, ready int32) *appsv1.StatefulSet {
-		return &appsv1.StatefulSet{
+	sts := func(generation, observed int64, replicas, ready int32, edits ...func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Generation: generation},
-			Status:     appsv1.StatefulSetStatus{ObservedGeneration: observed, Replicas: replicas, ReadyReplicas: ready},
+			Spec:       appsv1.StatefulSetSpec{Replicas: new(replicas)},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: observed, Replicas: replicas, ReadyReplicas: ready,
+				CurrentReplicas: replicas, UpdatedReplicas: replicas, CurrentRevision: "r1", UpdateRevision: "r1"},
 		}
+		for _, edit := range edits {
+			edit(s)
+		}
+		return s
+	}
+	rollingOut := func(s *appsv1.StatefulSet) {
+		s.Status.UpdateRevision, s.Status.UpdatedReplicas, s.Status.CurrentReplicas = "r2", 1, 1
 	}
 	cases := []struct {
 		name        string
 		desired     int32
 		statefulSet *appsv1.StatefulSet
+		seen        bool
 		want        availability
 	}{
-		{"not created yet", 1, nil, availability{false, embedopsv1.InitializingReason, "0/1 replicas ready"}},
-		{"no pod ready", 2, sts(1, 1, 2, 0), availability{false, embedopsv1.InitializingReason, "0/2 replicas ready"}},
-		{"some pods ready", 2, sts(1, 1, 2, 1), availability{false, embedopsv1.InitializingReason, "1/2 replicas ready"}},
-		{"all pods ready", 2, sts(1, 1, 2, 2), availability{true, embedopsv1.AvailableReason, "2/2 replicas ready"}},
-		{"new generation not observed", 2, sts(2, 1, 2, 2), availability{false, embedopsv1.InitializingReason, "2/2 replicas ready; StatefulSet generation 2 not observed yet"}},
-		{"zero desired, none running", 0, sts(1, 1, 0, 0), availability{true, embedopsv1.ScaledToZeroReason, "scaled to zero replicas"}},
-		{"zero desired, not created", 0, nil, availability{true, embedopsv1.ScaledToZeroReason, "scaled to zero replicas"}},
-		{"zero desired, pods left", 0, sts(2, 2, 1, 1), availability{false, embedopsv1.InitializingReason, "scaling to zero: 1 replicas remain"}},
+		{"not created yet", 1, nil, true, availability{false, embedopsv1.InitializingReason, "0/1 replicas ready"}},
+		{"no pod ready", 2, sts(1, 1, 2, 0), true, availability{false, embedopsv1.InitializingReason, "0/2 replicas ready"}},
+		{"some pods ready", 2, sts(1, 1, 2, 1), true, availability{false, embedopsv1.InitializingReason, "1/2 replicas ready"}},
+		{"all pods ready", 2, sts(1, 1, 2, 2), true, availability{true, embedopsv1.AvailableReason, "2/2 replicas ready"}},
+		{"new generation not observed", 2, sts(2, 1, 2, 2), true, availability{false, embedopsv1.InitializingReason, "2/2 replicas ready; StatefulSet generation 2 not observed yet"}},
+		{"the cache has not caught up with the apply", 2, sts(1, 1, 2, 2), false, availability{false, embedopsv1.InitializingReason, "2/2 replicas ready; waiting to observe the StatefulSet just applied"}},
+		{"update revision rolling out, old pods ready", 2, sts(2, 2, 2, 2, rollingOut), true, availability{false, embedopsv1.InitializingReason, "2/2 replicas ready; rolling out: current: 1/2"}},
+		{"all updated, revisions not swapped yet", 2, sts(2, 2, 2, 2, func(s *appsv1.StatefulSet) { s.Status.UpdateRevision = "r2" }), true,
+			availability{false, embedopsv1.InitializingReason, "2/2 replicas ready; rolling out: Waiting for updated revision to match current"}},
+		{"zero desired, none running", 0, sts(1, 1, 0, 0), true, availability{true, embedopsv1.ScaledToZeroReason, "scaled to zero replicas"}},
+		{"zero desired, not created", 0, nil, true, availability{true, embedopsv1.ScaledToZeroReason, "scaled to zero replicas"}},
+		{"zero desired, pods left", 0, sts(2, 2, 1, 1), true, availability{false, embedopsv1.InitializingReason, "scaling to zero: 1 replicas remain"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(availabilityOf(tc.desired, tc.statefulSet)).To(Equal(tc.want))
+			NewWithT(t).Expect(availabilityOf(tc.desired, tc.statefulSet, tc.seen)).To(Equal(tc.want))
 		})
 	}
 }

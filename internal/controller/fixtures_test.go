@@ -11,57 +11,14 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 )
-
-// serverOption changes a test server before it is created.
-type serverOption func(*embedopsv1.EmbeddingServer)
-
-// embeddingServer returns a minimal server; the API server fills the schema
-// defaults when it is created.
-func embeddingServer(namespace, name string, options ...serverOption) *embedopsv1.EmbeddingServer {
-	s := &embedopsv1.EmbeddingServer{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec:       embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: "BAAI/bge-small-en-v1.5"}},
-	}
-	for _, option := range options {
-		option(s)
-	}
-	return s
-}
-
-func withReplicas(replicas int32) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) { s.Spec.Replicas = new(replicas) }
-}
-
-func withToken(secret, key string) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) {
-		s.Spec.Model.TokenSecretRef = &embedopsv1.SecretKeyRef{Name: secret, Key: key}
-	}
-}
-
-func withPodTemplate(patch string) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) { s.Spec.PodTemplate = &apiextensionsv1.JSON{Raw: []byte(patch)} }
-}
-
-func withCacheSize(size string) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Size = new(resource.MustParse(size)) }
-}
-
-func withCacheMode(mode embedopsv1.CacheMode) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Mode = mode }
-}
-
-func withSuspend(suspend bool) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) { s.Spec.Suspend = suspend }
-}
 
 // createServer creates a server and returns its key.
 func createServer(t *testing.T, g *WithT, server *embedopsv1.EmbeddingServer) types.NamespacedName {
@@ -72,7 +29,7 @@ func createServer(t *testing.T, g *WithT, server *embedopsv1.EmbeddingServer) ty
 
 // updateServer re-reads a server, changes it with options and updates it,
 // retrying on conflicts with the controller.
-func updateServer(t *testing.T, g *WithT, key types.NamespacedName, options ...serverOption) {
+func updateServer(t *testing.T, g *WithT, key types.NamespacedName, options ...fixtures.Option) {
 	t.Helper()
 	g.Eventually(func() error {
 		server := &embedopsv1.EmbeddingServer{}

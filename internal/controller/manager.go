@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/probes"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/ledger"
 )
 
 // LeaderElectionID names the lease the controller replicas compete for.
@@ -76,12 +78,20 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// SetupReconcilers registers embedops' reconcilers with mgr.
+// SetupReconcilers registers embedops' reconcilers with mgr; they share one
+// event recorder and one ledger, the only writer of bindings.
 func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions) error {
-	if err := (&EmbeddingServerReconciler{}).SetupWithManager(ctx, mgr, opts.EmbeddingServer); err != nil {
+	recorder, err := events.NewRecorder(mgr.GetLogger().WithName("events"), "", embedopsv1.FieldManager, events.WithManager(mgr))
+	if err != nil {
+		return fmt.Errorf("creating the event recorder: %w", err)
+	}
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, ledger.Options{
+		HistoryLimit: opts.ModelCacheBinding.HistoryLimit, ReleaseInterval: opts.ModelCacheBinding.ReleaseInterval,
+	})
+	if err := (&EmbeddingServerReconciler{}).SetupWithManager(ctx, mgr, recorder, l, opts.EmbeddingServer); err != nil {
 		return fmt.Errorf("setting up the EmbeddingServer reconciler: %w", err)
 	}
-	if err := (&ModelCacheBindingReconciler{}).SetupWithManager(ctx, mgr, opts.ModelCacheBinding); err != nil {
+	if err := (&ModelCacheBindingReconciler{}).SetupWithManager(mgr, l); err != nil {
 		return fmt.Errorf("setting up the ModelCacheBinding reconciler: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 // TestBindingDropsTheReferencesOfServersThatAreGone checks that a
@@ -15,7 +16,7 @@ import (
 // reference is kept.
 func TestBindingDropsTheReferencesOfServersThatAreGone(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, embeddingServer(namespace, "tei"))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	server := getServer(t, g, key)
 	binding := waitForBinding(t, g, key, "")
 

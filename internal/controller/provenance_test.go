@@ -8,6 +8,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/provenance"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 const (
@@ -44,7 +45,7 @@ func TestBindingRecordsAFluxSource(t *testing.T) {
 			"sourceRef": map[string]any{"kind": "GitRepository", "name": "models"}}},
 		map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": map[string]any{
 			"entries": []any{map[string]any{"id": namespace + "_tei_embedops.dev_EmbeddingServer", "v": "v1alpha1"}}}}, true)
-	server := embeddingServer(namespace, "tei")
+	server := fixtures.EmbeddingServer(namespace, "tei")
 	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
 	key := createServer(t, g, server)
 
@@ -64,7 +65,7 @@ func TestBindingRecordsAnArgoCDSource(t *testing.T) {
 			"source":      map[string]any{"repoURL": gitopsRepo, "path": "apps/models"},
 			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": namespace}}},
 		map[string]any{"sync": map[string]any{"revision": gitopsCommit, "status": "Synced"}}, false)
-	server := embeddingServer(namespace, "tei")
+	server := fixtures.EmbeddingServer(namespace, "tei")
 	server.Annotations = map[string]string{provenance.TrackingIDAnnotation: namespace + "_models:embedops.dev/EmbeddingServer:" + namespace + "/tei"}
 	key := createServer(t, g, server)
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,6 +46,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
+// crdInstallTimeout bounds the wait for installed CRDs to be served.
+const crdInstallTimeout = 2 * time.Minute
+
 // StartEnv starts kube-apiserver and etcd from ./bin and installs the CRDs
 // from config/crd/bases, failing when they are missing.
 func StartEnv(opts EnvOptions) (*Env, error) {
@@ -66,6 +70,9 @@ func StartEnv(opts EnvOptions) (*Env, error) {
 		BinaryAssetsDirectory: filepath.Join(root, "bin"),
 		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, opts.ExtraCRDPaths...),
 		ErrorIfCRDPathMissing: true,
+		// envtest waits 10s by default for the CRDs to be served; a loaded
+		// 2-core machine can take longer for Flux's and Argo CD's.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: crdInstallTimeout},
 	}
 	cfg, err := environment.Start()
 	if err != nil {

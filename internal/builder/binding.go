@@ -1,0 +1,27 @@
+package builder
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/decision"
+)
+
+// Binding is the ModelCacheBinding named name that records decision d,
+// made by server, with its source: labelled with the server's UID (history is
+// pruned per server) and the decision's base name (suffixed successors are
+// found by it), protected by the cache-protection finalizer, and listing the
+// claims of the server's current replicas.
+func Binding(server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source embedopsv1.DecisionSource) *embedopsv1.ModelCacheBinding {
+	binding := &embedopsv1.ModelCacheBinding{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:  server.Namespace,
+			Name:       name,
+			Labels:     map[string]string{embedopsv1.ServerUIDLabel: string(server.UID), embedopsv1.BindingBaseLabel: decision.BindingName(d)},
+			Finalizers: []string{embedopsv1.CacheProtectionFinalizer},
+		},
+		Spec: embedopsv1.ModelCacheBindingSpec{Identity: d.Identity, Decision: d.Decision, Source: source},
+	}
+	binding.Spec.Resources.PersistentVolumeClaimNames = decision.ClaimNamesOf(d, name, server.Name, server.GetReplicas())
+	return binding
+}

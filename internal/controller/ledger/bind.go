@@ -1,0 +1,214 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/decision"
+)
+
+// SourceFunc resolves the provenance of a decision; Bind calls it only when
+// it creates a binding, since a binding's source is immutable.
+type SourceFunc func(ctx context.Context) (embedopsv1.DecisionSource, error)
+
+// Bound is what Bind did.
+type Bound struct {
+	// Binding is the Active binding the server references now; nil when
+	// ServerGone.
+	Binding *embedopsv1.ModelCacheBinding
+	// Created is true when Bind created Binding.
+	Created bool
+	// ServerGone is true when the server is gone or being deleted: nothing
+	// was referenced, and the reconcile has nothing left to do.
+	ServerGone bool
+}
+
+// Bind finds or creates the Active binding of the server's decision d,
+// references it and adds the claims of the server's current replicas.
+func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc) (Bound, error) {
+	binding, created, err := l.find(ctx, server, d, source)
+	if err != nil {
+		return Bound{}, err
+	}
+	if err := l.reference(ctx, server, binding); err != nil {
+		if errors.Is(err, errServerGone) {
+			return Bound{ServerGone: true}, nil
+		}
+		return Bound{}, err
+	}
+	if err := l.addClaims(ctx, binding, decision.ClaimNamesOf(d, binding.Name, server.Name, server.GetReplicas())); err != nil {
+		return Bound{}, err
+	}
+	return Bound{Binding: binding, Created: created}, nil
+}
+
+// find returns the Active binding of the decision the server may use
+// (decision.Usable): the one named decision.BindingName, else a suffixed one
+// of the same decision, else a new one under the next free suffix. A
+// Retiring or Released binding is never revived.
+func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc) (*embedopsv1.ModelCacheBinding, bool, error) {
+	base := decision.BindingName(d)
+	binding := &embedopsv1.ModelCacheBinding{}
+	err := l.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: base}, binding)
+	switch {
+	case err == nil && decision.Usable(binding, d, server.UID):
+		return binding, false, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, false, fmt.Errorf("reading binding %s: %w", base, err)
+	}
+	var bindings embedopsv1.ModelCacheBindingList
+	if err := l.client.List(ctx, &bindings, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
+		return nil, false, fmt.Errorf("listing the bindings of %s: %w", base, err)
+	}
+	next := 1
+	if err == nil {
+		next = 2
+	}
+	slices.SortFunc(bindings.Items, func(a, b embedopsv1.ModelCacheBinding) int {
+		return decision.BindingSuffix(base, a.Name) - decision.BindingSuffix(base, b.Name)
+	})
+	for i := range bindings.Items {
+		n := decision.BindingSuffix(base, bindings.Items[i].Name)
+		if n == 0 {
+			continue
+		}
+		if decision.Usable(&bindings.Items[i], d, server.UID) {
+			return &bindings.Items[i], false, nil
+		}
+		next = max(next, n+1)
+	}
+	if next > decision.MaxBindingSuffix {
+		return nil, false, fmt.Errorf("binding %s has more than %d retired successors", base, decision.MaxBindingSuffix)
+	}
+	return l.create(ctx, server, d, decision.BindingNameAt(base, next), source)
+}
+
+// create records the decision under name, with its source and the
+// StorageClass's cluster facts. When the name is taken, the existing binding
+// is used if it is Active with the same decision; otherwise the error is
+// retried and the next look goes further.
+func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source SourceFunc) (*embedopsv1.ModelCacheBinding, bool, error) {
+	recordedSource, err := source(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("resolving the source of the cache decision: %w", err)
+	}
+	recorded := d
+	if class, err := storageClassOf(ctx, l.client, d.Decision.StorageClassName); err != nil {
+		ctrl.LoggerFrom(ctx).Info("recording no cluster facts: the StorageClass is not readable", "error", err.Error())
+	} else if class != nil {
+		recorded = decision.WithClusterFacts(d, class.Provisioner, class.Parameters)
+	}
+	binding := builder.Binding(server, recorded, name, recordedSource)
+	err = l.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
+	if err == nil {
+		ctrl.LoggerFrom(ctx).Info("created binding", "binding", name, "method", recordedSource.Method, "revision", recordedSource.Revision)
+		l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.CreatedReason, "RecordDecision",
+			"recorded the cache decision of %s/%s: %s %s of %s@%s, source %s %s",
+			server.Namespace, server.Name, d.Decision.Mode, d.Decision.Size.String(), d.Identity.Model, d.Identity.Revision,
+			recordedSource.Method, recordedSource.Revision)
+		return binding, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, false, fmt.Errorf("creating binding %s: %w", name, err)
+	}
+	existing := &embedopsv1.ModelCacheBinding{}
+	if err := l.apiReader.Get(ctx, client.ObjectKeyFromObject(binding), existing); err != nil {
+		return nil, false, fmt.Errorf("reading binding %s: %w", name, err)
+	}
+	if !decision.Reusable(existing, d) {
+		return nil, false, fmt.Errorf("binding %s exists for another decision or is %s", name, existing.Status.Phase)
+	}
+	return existing, false, nil
+}
+
+// reference adds the server's reference while the binding is Active. The
+// cache is trusted to show a reference the server holds, except one this
+// process removed: then the binding is read again uncached. A Conflict is
+// retried at once from a fresh read: returned, it would back the server off
+// until the unreferenced binding retires.
+func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
+	key := leftKey{binding: binding.UID, server: server.UID}
+	_, wasLeft := l.left.Load(key)
+	if decision.HasReference(binding, server.UID) && !wasLeft {
+		return nil
+	}
+	if err := l.confirmLive(ctx, server); err != nil {
+		return err
+	}
+	fresh := wasLeft
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if fresh {
+			if err := l.apiReader.Get(ctx, client.ObjectKeyFromObject(binding), binding); err != nil {
+				return err
+			}
+		}
+		fresh = true
+		if decision.HasReference(binding, server.UID) {
+			return nil
+		}
+		if !decision.IsActive(binding) || !binding.DeletionTimestamp.IsZero() {
+			// A deleted binding is kept only by servers that hold a reference.
+			return fmt.Errorf("binding %s left Active (%s) before the reference was added", binding.Name, binding.Status.Phase)
+		}
+		binding.Status.Phase = embedopsv1.BindingActive
+		decision.AddReference(binding, decision.ServerReference(server))
+		if err := l.updateStatus(ctx, binding); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("referenced binding", "binding", binding.Name)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("adding the reference to binding %s: %w", binding.Name, err)
+	}
+	l.left.Delete(key)
+	return nil
+}
+
+// addClaims adds the claim names the binding does not list yet, with the
+// resourceVersion it was read at.
+func (l *Ledger) addClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding, names []string) error {
+	missing := decision.MissingNames(binding.Spec.Resources.PersistentVolumeClaimNames, names)
+	if len(missing) == 0 {
+		return nil
+	}
+	binding.Spec.Resources.PersistentVolumeClaimNames = append(binding.Spec.Resources.PersistentVolumeClaimNames, missing...)
+	if err := l.client.Update(ctx, binding, client.FieldOwner(embedopsv1.FieldManager)); err != nil {
+		return fmt.Errorf("adding claims to binding %s: %w", binding.Name, err)
+	}
+	return nil
+}
+
+// errServerGone stops a reconcile working from a cached server that has
+// been deleted: it must not reference a binding nobody would leave.
+var errServerGone = errors.New("the server is gone or being deleted")
+
+// confirmLive reads the server uncached before it references a binding: it
+// must exist with this UID, hold the finalizer and not be deleting, so that
+// its deletion is sure to leave the binding.
+func (l *Ledger) confirmLive(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
+	live := &embedopsv1.EmbeddingServer{}
+	err := l.apiReader.Get(ctx, client.ObjectKeyFromObject(server), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return errServerGone
+	case err != nil:
+		return fmt.Errorf("reading the server: %w", err)
+	case live.UID != server.UID || !live.DeletionTimestamp.IsZero() ||
+		!controllerutil.ContainsFinalizer(live, embedopsv1.ServerFinalizer):
+		return errServerGone
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// DefaultHistoryLimit is how many Released bindings are kept per server.
+const DefaultHistoryLimit = 10
+
+// EventRecorder emits Kubernetes events; fluxcd/pkg/runtime/events.Recorder
+// is one.
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Options configure a Ledger.
+type Options struct {
+	// HistoryLimit is how many Released bindings are kept per server; 0
+	// means DefaultHistoryLimit.
+	HistoryLimit int
+	// ReleaseInterval is how often a Retiring binding looks at its claims;
+	// 0 means DefaultReleaseInterval.
+	ReleaseInterval time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Ledger writes ModelCacheBindings; see the package documentation for the
+// rules every write follows. It is safe for concurrent use.
+type Ledger struct {
+	client          client.Client
+	apiReader       client.Reader
+	events          EventRecorder
+	historyLimit    int
+	releaseInterval time.Duration
+	now             func() time.Time
+	// left holds the (binding UID, server UID) pairs whose reference this
+	// process removed: the cache may still show such a reference.
+	left sync.Map
+}
+
+// New returns a Ledger writing with c (whose reads are cached) and reading
+// uncached with apiReader where a race needs it.
+func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts Options) *Ledger {
+	l := &Ledger{client: c, apiReader: apiReader, events: recorder, historyLimit: opts.HistoryLimit, releaseInterval: opts.ReleaseInterval, now: opts.Now}
+	if l.historyLimit <= 0 {
+		l.historyLimit = DefaultHistoryLimit
+	}
+	if l.releaseInterval <= 0 {
+		l.releaseInterval = DefaultReleaseInterval
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	return l
+}
+
+// leftKey identifies a reference this process removed.
+type leftKey struct {
+	binding, server types.UID
+}
+
+// updateStatus writes the binding's status with the resourceVersion it was
+// read at (the package's one rule): a concurrent change makes it a
+// Conflict, retried from a fresh read.
+func (l *Ledger) updateStatus(ctx context.Context, binding *embedopsv1.ModelCacheBinding) error {
+	if err := l.client.Status().Update(ctx, binding, client.FieldOwner(embedopsv1.StatusFieldManager)); err != nil {
+		return fmt.Errorf("updating the status of binding %s: %w", binding.Name, err)
+	}
+	return nil
+}

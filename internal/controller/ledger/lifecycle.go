@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/decision"
+)
+
+// DefaultReleaseInterval is how often a Retiring binding looks again at the
+// claims it is waiting to be gone.
+const DefaultReleaseInterval = 2 * time.Second
+
+// Advance moves the binding, as read, one step along its lifecycle and
+// returns when to look at it again.
+func (l *Ledger) Advance(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
+	switch binding.Status.Phase {
+	case embedopsv1.BindingRetiring:
+		return l.release(ctx, binding)
+	case embedopsv1.BindingReleased:
+		return ctrl.Result{}, l.keepRecord(ctx, binding)
+	default:
+		return l.keepActive(ctx, binding)
+	}
+}
+
+// keepActive creates the Shared claim, reports drift and readiness, drops
+// the references of servers that are gone and keeps the idle window; an idle
+// binding past retireAfter (at once when it is being deleted) moves to
+// Retiring.
+func (l *Ledger) keepActive(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
+	now := l.now()
+	before := binding.Status.DeepCopy()
+	binding.Status.Phase = embedopsv1.BindingActive
+	claims, err := l.ensureClaims(ctx, binding)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := l.reportDrift(ctx, binding, claims); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := l.dropDanglingReferences(ctx, binding); err != nil {
+		return ctrl.Result{}, err
+	}
+	var result ctrl.Result
+	switch decision.ActiveAction(binding, now) {
+	case decision.StartIdle:
+		decision.MarkIdle(binding, now, true)
+		result.RequeueAfter = decision.UntilRetirement(binding, now)
+	case decision.EndIdle:
+		binding.Status.IdleSince, binding.Status.RetireAfter = nil, nil
+	case decision.WaitIdle:
+		result.RequeueAfter = decision.UntilRetirement(binding, now)
+	case decision.RetireNow:
+		binding.Status.Phase = embedopsv1.BindingRetiring
+	case decision.StayActive:
+	}
+	setReadiness(binding, byName(claims))
+	binding.Status.ObservedGeneration = binding.Generation
+	if equality.Semantic.DeepEqual(before, &binding.Status) {
+		return withJitter(result), nil
+	}
+	if err := l.updateStatus(ctx, binding); err != nil {
+		return ctrl.Result{}, err
+	}
+	if binding.Status.Phase == embedopsv1.BindingRetiring {
+		ctrl.LoggerFrom(ctx).Info("binding retiring", "binding", binding.Name, "idleSince", before.IdleSince)
+		l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.RetiringReason, "Retire",
+			"no server has used this cache for its retainFor of %s (or the binding is being deleted): deleting claims %v",
+			binding.Spec.Decision.RetainFor.Duration, binding.Spec.Resources.PersistentVolumeClaimNames)
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
+	return withJitter(result), nil
+}
+
+// release deletes the binding's claims, waits until they are gone and no
+// StatefulSet can create one of them again, then records Released, drops
+// the finalizer and prunes the server's history.
+func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
+	remaining, err := l.releaseClaims(ctx, binding)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if remaining > 0 {
+		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval}), nil
+	}
+	if user, err := l.statefulSetMakingClaims(ctx, binding); err != nil || user != "" {
+		if user != "" {
+			ctrl.LoggerFrom(ctx).V(1).Info("waiting for a StatefulSet that can still create claims of the binding", "statefulSet", user)
+		}
+		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval}), err
+	}
+	binding.Status.Phase = embedopsv1.BindingReleased
+	binding.Status.ReleasedAt = &metav1.Time{Time: l.now()}
+	setReadiness(binding, nil)
+	if err := l.updateStatus(ctx, binding); err != nil {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("binding released", "binding", binding.Name)
+	l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.ReleasedReason, "Release",
+		"the cached data of %s@%s is released; the binding stays as an audit record", binding.Spec.Identity.Model, binding.Spec.Identity.Revision)
+	return ctrl.Result{}, l.keepRecord(ctx, binding)
+}
+
+// keepRecord drops the finalizer of a Released binding and prunes its
+// server's history.
+func (l *Ledger) keepRecord(ctx context.Context, binding *embedopsv1.ModelCacheBinding) error {
+	if err := l.removeFinalizer(ctx, binding); err != nil {
+		return err
+	}
+	return l.pruneHistory(ctx, binding)
+}
+
+// setReadiness sets the binding's kstatus conditions: Ready from its phase
+// and claims, Reconciling while it is Retiring.
+func setReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) {
+	ready := decision.BindingReadiness(binding, claims)
+	if ready.Status == metav1.ConditionTrue {
+		conditions.MarkTrue(binding, embedopsv1.ReadyCondition, ready.Reason, "%s", ready.Message)
+	} else {
+		conditions.MarkFalse(binding, embedopsv1.ReadyCondition, ready.Reason, "%s", ready.Message)
+	}
+	if binding.Status.Phase == embedopsv1.BindingRetiring {
+		conditions.MarkReconciling(binding, embedopsv1.RetiringReason, "%s", ready.Message)
+	} else {
+		conditions.Delete(binding, embedopsv1.ReconcilingCondition)
+	}
+}
+
+// byName indexes claims by name.
+func byName(claims []corev1.PersistentVolumeClaim) map[string]*corev1.PersistentVolumeClaim {
+	index := make(map[string]*corev1.PersistentVolumeClaim, len(claims))
+	for i := range claims {
+		index[claims[i].Name] = &claims[i]
+	}
+	return index
+}
+
+// withJitter adds up to a tenth to a requeue, so bindings decided together
+// do not come back together; never less than asked, so a retirement is
+// never early.
+func withJitter(result ctrl.Result) ctrl.Result {
+	if result.RequeueAfter > 0 {
+		result.RequeueAfter += time.Duration(rand.Int64N(int64(result.RequeueAfter)/10 + 1))
+	}
+	return result
+}

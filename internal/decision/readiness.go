@@ -1,0 +1,87 @@
+package decision
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// Readiness is a condition's status, reason and message.
+type Readiness struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// CacheReadiness is the server's CacheReady condition that a binding and its
+// claims (by name) support: Bound when Active with every claim Bound,
+// Pending otherwise, BindingRetiring once the binding left Active.
+func CacheReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) Readiness {
+	if !IsActive(binding) {
+		return Readiness{metav1.ConditionFalse, embedopsv1.BindingRetiringReason, fmt.Sprintf("binding %s is %s", binding.Name, binding.Status.Phase)}
+	}
+	bound, total := boundClaims(binding, claims)
+	message := fmt.Sprintf("binding %s: %d/%d claims bound", binding.Name, bound, total)
+	if bound < total {
+		return Readiness{metav1.ConditionFalse, embedopsv1.PendingReason, message}
+	}
+	return Readiness{metav1.ConditionTrue, embedopsv1.BoundReason, message}
+}
+
+// BindingReadiness is the binding's own Ready condition (kstatus): True when
+// Active with every claim Bound, False while claims are pending, Retiring
+// (the ledger then also sets Reconciling) or Released.
+func BindingReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) Readiness {
+	switch binding.Status.Phase {
+	case embedopsv1.BindingRetiring:
+		return Readiness{metav1.ConditionFalse, embedopsv1.RetiringReason, "deleting the claims: " + strings.Join(binding.Spec.Resources.PersistentVolumeClaimNames, ", ")}
+	case embedopsv1.BindingReleased:
+		return Readiness{metav1.ConditionFalse, embedopsv1.ReleasedReason, "the cached data was released; this binding is an audit record"}
+	}
+	bound, total := boundClaims(binding, claims)
+	message := fmt.Sprintf("%d/%d claims bound", bound, total)
+	if bound < total {
+		return Readiness{metav1.ConditionFalse, embedopsv1.PendingReason, message}
+	}
+	return Readiness{metav1.ConditionTrue, embedopsv1.BoundReason, message}
+}
+
+// boundClaims counts the binding's claims that are Bound.
+func boundClaims(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) (int, int) {
+	names := binding.Spec.Resources.PersistentVolumeClaimNames
+	bound := 0
+	for _, name := range names {
+		if claim, ok := claims[name]; ok && claim.Status.Phase == corev1.ClaimBound {
+			bound++
+		}
+	}
+	return bound, len(names)
+}
+
+// ClaimOwnership says why a claim named in a binding is not the binding's to
+// delete, or "" when it is: controlled by the binding (Shared), labelled
+// with its name (PerReplica claim templates carry embedopsv1.CacheBindingLabel),
+// or, for claims made before that label, carrying the owner labels of the
+// server whose PerReplica sharing domain the binding records.
+func ClaimOwnership(binding *embedopsv1.ModelCacheBinding, claim metav1.Object) string {
+	if controller := metav1.GetControllerOfNoCopy(claim); controller != nil {
+		if controller.UID == binding.UID {
+			return ""
+		}
+		return fmt.Sprintf("it is controlled by %s %s", controller.Kind, controller.Name)
+	}
+	labels := claim.GetLabels()
+	if labels[embedopsv1.CacheBindingLabel] == binding.Name {
+		return ""
+	}
+	server := labels[embedopsv1.NamespaceLabel] + "/" + labels[embedopsv1.NameLabel]
+	if _, hasBindingLabel := labels[embedopsv1.CacheBindingLabel]; !hasBindingLabel &&
+		binding.Spec.Decision.Mode == embedopsv1.CacheModePerReplica && binding.Spec.Identity.SharingDomain == server {
+		return ""
+	}
+	return fmt.Sprintf("it carries neither an owner reference to binding %s nor the label %s=%s", binding.Name, embedopsv1.CacheBindingLabel, binding.Name)
+}

@@ -220,8 +220,9 @@ func TestServerWritesNothingAtRest(t *testing.T) {
 	}
 	delta := writes.since(before)
 	t.Logf("writes at rest: %v", delta)
-	for _, child := range []string{"statefulsets", "services", "persistentvolumeclaims", "embeddingservers"} {
-		g.Expect(delta).NotTo(HaveKey(child), "the controller wrote %s at rest", child)
+	for _, resource := range []string{"statefulsets", "services", "persistentvolumeclaims", "embeddingservers",
+		"modelcachebindings", "modelcachebindings/status", "events"} {
+		g.Expect(delta).NotTo(HaveKey(resource), "the controller wrote %s at rest", resource)
 	}
 	g.Expect(delta["embeddingservers/status"]).To(BeNumerically("<=", requests), "more than one status patch per reconcile request")
 	checkConditions(t, g, key)

@@ -53,7 +53,7 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 	}
 	r.holdForPopulate(scope, embedopsv1.DownloadingReason,
 		fmt.Sprintf("populate Job %s is downloading %s into the shared cache %s", job.Name, scope.server.Spec.Model.Name, cache.ClaimName))
-	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 
 // populateJob returns the binding's populate Job, creating it when absent.
@@ -118,7 +118,7 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 		return ctrl.Result{}, fmt.Errorf("deleting failed populate Job %s: %w", job.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted failed populate Job to retry it", "job", job.Name)
-	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 
 // requestChanged reports whether the server now asks the populator for

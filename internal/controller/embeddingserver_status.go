@@ -93,7 +93,7 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 		return ctrl.Result{}, nil
 	}
 	conditions.MarkFalse(server, embedopsv1.ReadyCondition, avail.reason, "%s", avail.message)
-	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 
 // reconcileDiagnostics replaces Ready=False Initializing by what the pods
@@ -111,7 +111,7 @@ func (r *EmbeddingServerReconciler) reconcileDiagnostics(ctx context.Context, sc
 	if found := diagnose(pods.Items); found != nil {
 		conditions.MarkFalse(server, embedopsv1.ReadyCondition, found.Reason, "%s", found.Message)
 	}
-	return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 
 // availability is the Ready condition the StatefulSet supports.

@@ -91,7 +91,9 @@ func (r *chaosRun) injectAfter(ctx context.Context, limit time.Duration, fault f
 func (r *chaosRun) settle(ctx context.Context) {
 	snapshot, err := r.waitFor(ctx, "convergence", settleTimeout, converged)
 	if err != nil {
-		r.t.Error(err)
+		// The cluster's own components (kube-controller-manager above all)
+		// are half of what converges: show what they said.
+		r.t.Errorf("%v\ncluster component logs:\n%s", err, cluster.ComponentLogs(logTail))
 	}
 	r.check(snapshot)
 	r.catchUp(ctx)

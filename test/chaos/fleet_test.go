@@ -8,13 +8,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 // models the servers switch between; pods are simulated, nothing is
@@ -117,19 +117,13 @@ func (f *fleet) newServer(name string) *embedopsv1.EmbeddingServer {
 	if f.rng.IntN(4) == 0 {
 		mode = embedopsv1.CacheModeShared
 	}
-	return &embedopsv1.EmbeddingServer{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: name},
-		Spec: embedopsv1.EmbeddingServerSpec{
-			Model:    embedopsv1.ModelSpec{Name: models[f.rng.IntN(len(models))]},
-			Replicas: ptr.To(1 + f.rng.Int32N(2)),
-			Cache: embedopsv1.CacheSpec{
-				Mode:             mode,
-				StorageClassName: []string{"", fastClass}[f.rng.IntN(2)],
-				Size:             ptr.To(resource.MustParse("1Gi")),
-				RetainFor:        &metav1.Duration{},
-			},
-		},
-	}
+	return fixtures.EmbeddingServer(f.namespace, name,
+		fixtures.WithModel(models[f.rng.IntN(len(models))], ""),
+		fixtures.WithReplicas(1+f.rng.Int32N(2)),
+		fixtures.WithCacheMode(mode),
+		fixtures.WithStorageClass([]string{"", fastClass}[f.rng.IntN(2)]),
+		fixtures.WithCacheSize("1Gi"),
+		fixtures.WithRetainFor(0))
 }
 
 // update applies a change to the named server, retrying conflicts.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/internal/builder"
 )
 
@@ -30,7 +31,7 @@ func TestPodTemplateReachingTheHostIsNeverRun(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	namespace := cluster.Namespace(t)
-	server := newServer(namespace, "host-path", withPodTemplate(hostPathPatch))
+	server := fixtures.EmbeddingServer(namespace, "host-path", fixtures.WithPodTemplate(hostPathPatch))
 	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed(), "the API server refuses the patch itself: CEL can see into spec.podTemplate now")
 
 	expectRefused(t, g, server, `hostPath volume "root"`)
@@ -44,7 +45,7 @@ func TestPodTemplateTurnedPrivilegedLeavesTheRunningPodsAlone(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	namespace := cluster.Namespace(t)
-	server := newServer(namespace, "escalates")
+	server := fixtures.EmbeddingServer(namespace, "escalates")
 	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
 	server = expectReady(t, server)
 
@@ -53,7 +54,7 @@ func TestPodTemplateTurnedPrivilegedLeavesTheRunningPodsAlone(t *testing.T) {
 		if err := cluster.Client.Get(t.Context(), client.ObjectKeyFromObject(server), current); err != nil {
 			return err
 		}
-		withPodTemplate(privilegedPatch)(current)
+		fixtures.WithPodTemplate(privilegedPatch)(current)
 		return cluster.Client.Update(t.Context(), current)
 	}).WithTimeout(settle).Should(Succeed())
 	expectRefused(t, g, server, `container "embedding" may not run with privileged`)

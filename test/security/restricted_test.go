@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/internal/builder"
 )
 
@@ -31,9 +32,9 @@ func TestEveryPodIsAdmittedUnderTheRestrictedStandard(t *testing.T) {
 	g := NewWithT(t)
 	namespace := restrictedNamespace(t)
 	servers := []*embedopsv1.EmbeddingServer{
-		newServer(namespace, "per-replica", withCacheMode(embedopsv1.CacheModePerReplica), withReplicas(2)),
-		newServer(namespace, "shared", withCacheMode(embedopsv1.CacheModeShared)),
-		newServer(namespace, "no-cache", withCacheMode(embedopsv1.CacheModeNone)),
+		fixtures.EmbeddingServer(namespace, "per-replica", fixtures.WithCacheMode(embedopsv1.CacheModePerReplica), fixtures.WithReplicas(2)),
+		fixtures.EmbeddingServer(namespace, "shared", fixtures.WithCacheMode(embedopsv1.CacheModeShared)),
+		fixtures.EmbeddingServer(namespace, "no-cache", fixtures.WithCacheMode(embedopsv1.CacheModeNone)),
 	}
 	for _, server := range servers {
 		g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())

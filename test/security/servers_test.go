@@ -8,7 +8,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,41 +20,6 @@ const settle = 3 * time.Minute
 
 // logTail is how many lines of the controller's log a failure shows.
 const logTail = 40
-
-// serverOption changes a test server.
-type serverOption func(*embedopsv1.EmbeddingServer)
-
-// newServer returns a server of a small model in namespace, changed by
-// options.
-func newServer(namespace, name string, options ...serverOption) *embedopsv1.EmbeddingServer {
-	server := &embedopsv1.EmbeddingServer{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec:       embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: "BAAI/bge-small-en-v1.5"}},
-	}
-	for _, option := range options {
-		option(server)
-	}
-	return server
-}
-
-func withCacheMode(mode embedopsv1.CacheMode) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Mode = mode }
-}
-
-func withReplicas(replicas int32) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) { s.Spec.Replicas = new(replicas) }
-}
-
-func withToken(secret, key string) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) {
-		s.Spec.Model.TokenSecretRef = &embedopsv1.SecretKeyRef{Name: secret, Key: key}
-	}
-}
-
-// withPodTemplate sets spec.podTemplate to the JSON patch.
-func withPodTemplate(patch string) serverOption {
-	return func(s *embedopsv1.EmbeddingServer) { s.Spec.PodTemplate = &apiextensionsv1.JSON{Raw: []byte(patch)} }
-}
 
 // expectCondition waits until the server's condition has status and
 // reason, and returns the server as then read.

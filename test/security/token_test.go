@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 // tokenSecret names the Secret holding the test's token.
@@ -35,15 +36,15 @@ func TestTokenNeverAppearsInWhatTheControllerWrites(t *testing.T) {
 		StringData: map[string]string{"token": token, "api-key": apiKey},
 	}
 	g.Expect(cluster.Client.Create(t.Context(), secret)).To(Succeed())
-	private := newServer(namespace, "private", withToken(tokenSecret, "token"), func(s *embedopsv1.EmbeddingServer) {
+	private := fixtures.EmbeddingServer(namespace, "private", fixtures.WithToken(tokenSecret, "token"), func(s *embedopsv1.EmbeddingServer) {
 		s.Spec.Env = []corev1.EnvVar{{Name: "API_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: tokenSecret}, Key: "api-key",
 		}}}}
 	})
-	shared := newServer(namespace, "shared", withToken(tokenSecret, "token"), withCacheMode(embedopsv1.CacheModeShared))
+	shared := fixtures.EmbeddingServer(namespace, "shared", fixtures.WithToken(tokenSecret, "token"), fixtures.WithCacheMode(embedopsv1.CacheModeShared))
 	// A reference to a missing key makes the controller emit a Warning
 	// about the Secret, so its own events are among those searched.
-	wrongKey := newServer(namespace, "wrong-key", withToken(tokenSecret, "absent"))
+	wrongKey := fixtures.EmbeddingServer(namespace, "wrong-key", fixtures.WithToken(tokenSecret, "absent"))
 	for _, server := range []*embedopsv1.EmbeddingServer{private, shared, wrongKey} {
 		g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
 	}

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
-	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 // Pod template patches the API server admits (it cannot see into

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -23,8 +24,26 @@ const (
 // namespace converged. The controller runs with leader election, as
 // deployed.
 func TestAPIServerRestartedDuringRollout(t *testing.T) {
+	apiServerRestartedDuringRollout(t, *seed)
+}
+
+// regressionSeeds are fault schedules that once failed, replayed on every
+// run: 1796162587838167484 left a server 0/2 ready after four restarts
+// (issue 16).
+var regressionSeeds = []uint64{1796162587838167484}
+
+// TestAPIServerRestartedDuringRolloutRegressions replays regressionSeeds.
+func TestAPIServerRestartedDuringRolloutRegressions(t *testing.T) {
+	for _, s := range regressionSeeds {
+		t.Run(fmt.Sprint(s), func(t *testing.T) { apiServerRestartedDuringRollout(t, s) })
+	}
+}
+
+// apiServerRestartedDuringRollout runs the kube-apiserver restart scenario
+// with the fault schedule of runSeed (0 picks one).
+func apiServerRestartedDuringRollout(t *testing.T, runSeed uint64) {
 	ctx := t.Context()
-	run := newRun(t, 3, "--enable-leader-election")
+	run := newSeededRun(t, runSeed, "TestAPIServerRestartedDuringRollout", 3, "--enable-leader-election")
 	run.faultKind = "kube-apiserver kills"
 	proc := run.procs.start(ctx)
 	steps := []func() error{

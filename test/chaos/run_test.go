@@ -43,6 +43,12 @@ type chaosRun struct {
 // controllers run with args; a controller with leader election keeps its
 // lease in the namespace.
 func newRun(t *testing.T, slots int, args ...string) *chaosRun {
+	return newSeededRun(t, *seed, t.Name(), slots, args...)
+}
+
+// newSeededRun is newRun with the fault schedule of runSeed (0 picks one)
+// for the test named schedule, so a subtest can replay a test's schedule.
+func newSeededRun(t *testing.T, runSeed uint64, schedule string, slots int, args ...string) *chaosRun {
 	namespace := cluster.Namespace(t)
 	args = append(args, "--leader-election-namespace="+namespace)
 	recorder, err := StartRecorder(t.Context(), watcher, namespace)
@@ -50,12 +56,11 @@ func newRun(t *testing.T, slots int, args ...string) *chaosRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(recorder.Stop)
-	runSeed := *seed
 	if runSeed == 0 {
 		runSeed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay with -args -chaos.seed=%d)", runSeed, runSeed)
-	rng := rand.New(rand.NewPCG(runSeed, nameHash(t.Name())))
+	rng := rand.New(rand.NewPCG(runSeed, nameHash(schedule)))
 	procs := newProcesses(t, args...)
 	return &chaosRun{t: t, namespace: namespace, recorder: recorder, fleet: newFleet(namespace, slots, rng), procs: procs, rng: rng, started: time.Now()}
 }

@@ -11,15 +11,15 @@ import (
 type IdleAction int
 
 const (
-	// StayActive: the binding is in use and not marked idle.
+	// StayActive means the binding is in use and not marked idle.
 	StayActive IdleAction = iota
-	// StartIdle: no references and no idle window yet.
+	// StartIdle means no references and no idle window yet.
 	StartIdle
-	// EndIdle: references are back while an idle window is recorded.
+	// EndIdle means references are back while an idle window is recorded.
 	EndIdle
-	// WaitIdle: idle, retireAfter is still ahead.
+	// WaitIdle means idle, retireAfter is still ahead.
 	WaitIdle
-	// RetireNow: idle and retireAfter has passed, or the binding is being
+	// RetireNow means idle and retireAfter has passed, or the binding is being
 	// deleted and nothing references it.
 	RetireNow
 )

@@ -34,7 +34,7 @@ func newTestLedger(t *testing.T, g *WithT, wrap func(client.Client) client.Clien
 	cfg.QPS, cfg.Burst = 10000, 10000
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	var reads client.Client = c
+	reads := c
 	if wrap != nil {
 		reads = wrap(c)
 	}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,12 +109,7 @@ func (r *EmbeddingServerReconciler) reconcileModel(ctx context.Context, scope *s
 // Conflict is returned and retried from a fresh read.
 func (r *EmbeddingServerReconciler) recordRealized(ctx context.Context, scope *serverScope, found *embedopsv1.RealizedCache) error {
 	binding := scope.binding
-	realized := binding.Status.Realized.DeepCopy()
-	if realized == nil {
-		realized = &embedopsv1.RealizedCache{}
-	}
-	realized.ResolvedCommit = cmp.Or(realized.ResolvedCommit, found.ResolvedCommit)
-	realized.ContentDigest = cmp.Or(realized.ContentDigest, found.ContentDigest)
+	realized := mergeRealized(binding.Status.Realized, found)
 	binding.Status.Realized = realized
 	if err := r.client.Status().Update(ctx, binding, client.FieldOwner(embedopsv1.StatusFieldManager)); err != nil {
 		return fmt.Errorf("recording the realized cache on binding %s: %w", binding.Name, err)
@@ -170,6 +164,9 @@ func modelReportOf(pods []corev1.Pod, recorded *embedopsv1.RealizedCache) (model
 		}
 		if recorded == nil || recorded.ResolvedCommit != commit || recorded.ContentDigest != digest {
 			report.realized = &embedopsv1.RealizedCache{ResolvedCommit: commit, ContentDigest: digest}
+			if first.ResolvedCommit == commit && first.ContentDigest == digest {
+				report.realized = realizedOf(first.Result)
+			}
 		}
 	}
 	var others []string

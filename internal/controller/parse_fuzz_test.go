@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -83,7 +84,7 @@ func FuzzPopulateOutcome(f *testing.F) {
 		}
 		if outcome.done {
 			var want populateMessage
-			if err := json.Unmarshal([]byte(message), &want); err != nil || outcome.result != want {
+			if err := json.Unmarshal([]byte(message), &want); err != nil || !reflect.DeepEqual(outcome.result, want) {
 				t.Fatalf("%q is done with %+v, want %+v (%v)", message, outcome.result, want, err)
 			}
 		}

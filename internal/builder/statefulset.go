@@ -145,7 +145,7 @@ func container(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Containe
 		Image:           image(server),
 		ImagePullPolicy: spec.ImagePullPolicy,
 		Args:            args(server, cache),
-		Env:             env(server, cache),
+		Env:             env(server),
 		Ports:           containerPorts(server),
 		Resources:       *spec.Resources.DeepCopy(),
 		VolumeMounts:    []corev1.VolumeMount{cache.volumeMount()},
@@ -238,7 +238,7 @@ var managedEnv = []string{hubCacheEnv, "HF_HUB_CACHE", "HF_HOME", tokenEnv, apiT
 // (never its value) and then spec.env. No HF_HUB_OFFLINE: TEI never reads
 // it; hf-hub finds a populated file through refs/<revision> and asks the
 // hub only for what is missing (hf-hub src/lib.rs, src/api/tokio.rs).
-func env(server *embedopsv1.EmbeddingServer, _ *Cache) []corev1.EnvVar {
+func env(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
 	out := []corev1.EnvVar{{Name: hubCacheEnv, Value: CacheMountPath}}
 	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
 		for _, name := range []string{tokenEnv, apiTokenEnv} {

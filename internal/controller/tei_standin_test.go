@@ -67,7 +67,7 @@ func (s *teiStandIn) startedWith(flag, value string) {
 	s.startArg[flag] = value
 }
 
-// asked returns the Authorization header of the last request to host+path,
+// askedWith returns the Authorization header of the last request to host+path,
 // and whether there was one.
 func (s *teiStandIn) askedWith(hostPath string) (string, bool) {
 	s.mu.Lock()

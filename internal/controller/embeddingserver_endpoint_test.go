@@ -149,8 +149,10 @@ func TestServerEndpointCheckSendsTheAPIKeyFromItsSecret(t *testing.T) {
 	// A key the Secret does not hold: the check says where it looked.
 	bad := apiKey.DeepCopy()
 	bad.ValueFrom.SecretKeyRef.Key = "missing"
-	other := startedServer(t, g, embeddingServer(namespace, "other", withEnv(*bad)))
-	server = waitForCondition(t, g, client.ObjectKeyFromObject(other), embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.EndpointUnavailableReason)
+	other := createServer(t, g, embeddingServer(namespace, "other", withEnv(*bad)))
+	waitForStatefulSet(t, g, other)
+	markStatefulSetReady(t, g, other)
+	server = waitForCondition(t, g, other, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.EndpointUnavailableReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(
 		ContainSubstring(`the API_KEY Secret ` + namespace + `/tei-auth has no key "missing"`))
 	expectNowhere(t, g, namespace, server, key)

@@ -318,11 +318,11 @@ type ServedModel struct {
 type ServedComparison string
 
 const (
-	// ComparedWithResolvedCommit: TEI runs --revision=<the binding's
+	// ComparedWithResolvedCommit says TEI runs --revision=<the binding's
 	// resolved commit>.
 	ComparedWithResolvedCommit ServedComparison = "ResolvedCommit"
-	// ComparedWithSpecRevision: TEI runs --revision=<spec.model.revision>,
-	// a branch, tag or commit as written.
+	// ComparedWithSpecRevision says TEI runs
+	// --revision=<spec.model.revision>, a branch, tag or commit as written.
 	ComparedWithSpecRevision ServedComparison = "SpecRevision"
 )
 

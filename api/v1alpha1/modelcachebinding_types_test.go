@@ -161,7 +161,9 @@ func TestModelCacheBindingRealizedFieldsAreImmutableOnceSet(t *testing.T) {
 		{"resolved commit cleared", func(r *embedopsv1.RealizedCache) { r.ResolvedCommit = "" }, "resolvedCommit is immutable once set"},
 		{"content digest changed", func(r *embedopsv1.RealizedCache) { r.ContentDigest = digestB }, "contentDigest is immutable once set"},
 		{"volumes changed", func(r *embedopsv1.RealizedCache) { r.PersistentVolumeNames = []string{"pv-2"} }, "persistentVolumeNames is immutable once set"},
-		{"files changed", func(r *embedopsv1.RealizedCache) { r.Files = []string{"config.json", "pytorch_model.bin", "tokenizer.json"} }, "files is immutable once set"},
+		{"files changed", func(r *embedopsv1.RealizedCache) {
+			r.Files = []string{"config.json", "pytorch_model.bin", "tokenizer.json"}
+		}, "files is immutable once set"},
 		{"files cleared", func(r *embedopsv1.RealizedCache) { r.Files = nil }, "files is immutable once set"},
 		{"bytes changed", func(r *embedopsv1.RealizedCache) { r.Bytes = new(int64(1)) }, "bytes is immutable once set"},
 	}

@@ -144,7 +144,7 @@ func TestServerEndpointCheckSendsTheAPIKeyFromItsSecret(t *testing.T) {
 	g.Expect(server.Status.Served.ModelSHA).To(Equal("main"))
 	auth, _ := standIn.askedWith("tei." + namespace + ".svc:8080/info")
 	g.Expect(auth).To(Equal("Bearer " + key))
-	expectNowhere(t, g, namespace, server, key)
+	expectNowhere(t, g, server, key)
 
 	// A key the Secret does not hold: the check says where it looked.
 	bad := apiKey.DeepCopy()
@@ -155,11 +155,11 @@ func TestServerEndpointCheckSendsTheAPIKeyFromItsSecret(t *testing.T) {
 	server = waitForCondition(t, g, other, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.EndpointUnavailableReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(
 		ContainSubstring(`the API_KEY Secret ` + namespace + `/tei-auth has no key "missing"`))
-	expectNowhere(t, g, namespace, server, key)
+	expectNowhere(t, g, server, key)
 }
 
 // expectNowhere checks that secret is in no status, condition or event.
-func expectNowhere(t *testing.T, g *WithT, namespace string, server *embedopsv1.EmbeddingServer, secret string) {
+func expectNowhere(t *testing.T, g *WithT, server *embedopsv1.EmbeddingServer, secret string) {
 	t.Helper()
 	status, err := json.Marshal(getServer(t, g, client.ObjectKeyFromObject(server)).Status)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -25,9 +25,10 @@ const (
 // hfHubGet ports hf-hub 0.4's CacheRepo::get (src/lib.rs), the lookup TEI
 // makes before any download: read refs/<revision> as it is (no trimming),
 // then snapshots/<that>/<file> must exist, links followed. The folder is
-// Repo::folder_name: "models--" and the id with "/" replaced by "--".
-func hfHubGet(dir, model, revision, file string) (string, bool) {
-	folder := filepath.Join(dir, strings.ReplaceAll("models--"+model, "/", "--"))
+// Repo::folder_name of testModel: "models--" and the id with "/" replaced
+// by "--".
+func hfHubGet(dir, revision, file string) (string, bool) {
+	folder := filepath.Join(dir, strings.ReplaceAll("models--"+testModel, "/", "--"))
 	commit, err := os.ReadFile(filepath.Join(folder, "refs", revision))
 	if err != nil {
 		return "", false
@@ -131,7 +132,7 @@ func TestRunCachesWhatTEIReadsForTheImage(t *testing.T) {
 			g.Expect(result.Bytes).To(Equal(size))
 			g.Expect(result.RepositoryBytes).To(Equal(total))
 			for _, f := range tc.files {
-				_, cached := hfHubGet(dir, testModel, commit, f.Name)
+				_, cached := hfHubGet(dir, commit, f.Name)
 				g.Expect(cached).To(Equal(slices.Contains(tc.want, f.Name)), f.Name)
 			}
 			again, err := populate.Run(context.Background(), opts)
@@ -155,11 +156,11 @@ func TestTEIFindsThePopulatedFilesByBranchAndByCommit(t *testing.T) {
 
 	for _, revision := range []string{"main", commit} {
 		for _, name := range result.Names {
-			path, ok := hfHubGet(dir, testModel, revision, name)
+			path, ok := hfHubGet(dir, revision, name)
 			g.Expect(ok).To(BeTrue(), "TEI started on --revision=%s finds %s", revision, name)
 			g.Expect(os.ReadFile(path)).To(Equal(fileNamed(repo, name).Data))
 		}
-		_, ok := hfHubGet(dir, testModel, revision, "pytorch_model.bin")
+		_, ok := hfHubGet(dir, revision, "pytorch_model.bin")
 		g.Expect(ok).To(BeFalse(), "a file TEI does not read is not cached")
 	}
 
@@ -167,10 +168,10 @@ func TestTEIFindsThePopulatedFilesByBranchAndByCommit(t *testing.T) {
 	next := hub.AddCommit(testModel, "main", repo[:len(repo)-1]...)
 	_, err = populate.Run(context.Background(), opts)
 	g.Expect(err).NotTo(HaveOccurred())
-	path, ok := hfHubGet(dir, testModel, commit, "config.json")
+	path, ok := hfHubGet(dir, commit, "config.json")
 	g.Expect(ok).To(BeTrue())
 	g.Expect(path).To(ContainSubstring(commit))
-	path, ok = hfHubGet(dir, testModel, "main", "config.json")
+	path, ok = hfHubGet(dir, "main", "config.json")
 	g.Expect(ok).To(BeTrue())
 	g.Expect(path).To(ContainSubstring(next))
 }

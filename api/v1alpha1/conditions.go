@@ -59,9 +59,12 @@ const (
 	OwnershipConflictReason = "OwnershipConflict"
 	// EndpointUnavailableReason: ready pods do not answer TEI's /info.
 	EndpointUnavailableReason = "EndpointUnavailable"
-	// ServedRevisionMismatchReason: TEI serves another model commit than the
-	// binding recorded.
+	// ServedRevisionMismatchReason: TEI serves another revision than it was
+	// started with (the binding's resolved commit, or the spec's revision).
 	ServedRevisionMismatchReason = "ServedRevisionMismatch"
+	// ServedModelMismatchReason: TEI serves another model than
+	// spec.model.name.
+	ServedModelMismatchReason = "ServedModelMismatch"
 	// ResolvedCommitMismatchReason: pods resolved the model revision to
 	// another commit than the binding recorded; the record is kept.
 	ResolvedCommitMismatchReason = "ResolvedCommitMismatch"

@@ -301,7 +301,30 @@ type ServedModel struct {
 	// MaxInputLength is the longest input in tokens.
 	// +optional
 	MaxInputLength int64 `json:"maxInputLength,omitempty"`
+	// ExpectedModelSHA is what ModelSHA is compared with: the --revision TEI
+	// was started with, which TEI reports as model_sha as given, not
+	// resolved.
+	// +optional
+	ExpectedModelSHA string `json:"expectedModelSHA,omitempty"`
+	// ComparedWith says what ExpectedModelSHA is: the binding's resolved
+	// commit, which TEI runs once a populator recorded it, or the spec's
+	// revision, which TEI runs otherwise.
+	// +optional
+	ComparedWith ServedComparison `json:"comparedWith,omitempty"`
 }
+
+// ServedComparison says what /info's model_sha is compared with.
+// +kubebuilder:validation:Enum=ResolvedCommit;SpecRevision
+type ServedComparison string
+
+const (
+	// ComparedWithResolvedCommit says TEI runs --revision=<the binding's
+	// resolved commit>.
+	ComparedWithResolvedCommit ServedComparison = "ResolvedCommit"
+	// ComparedWithSpecRevision says TEI runs
+	// --revision=<spec.model.revision>, a branch, tag or commit as written.
+	ComparedWithSpecRevision ServedComparison = "SpecRevision"
+)
 
 // ResourceInventory lists applied objects, in Flux's inventory shape.
 type ResourceInventory struct {

@@ -271,6 +271,8 @@ type RequestReference struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.resolvedCommit) || (has(self.resolvedCommit) && self.resolvedCommit == oldSelf.resolvedCommit)",message="status.realized.resolvedCommit is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.contentDigest) || (has(self.contentDigest) && self.contentDigest == oldSelf.contentDigest)",message="status.realized.contentDigest is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistentVolumeNames) || (has(self.persistentVolumeNames) && self.persistentVolumeNames == oldSelf.persistentVolumeNames)",message="status.realized.persistentVolumeNames is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.files) || (has(self.files) && self.files == oldSelf.files)",message="status.realized.files is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.bytes) || (has(self.bytes) && self.bytes == oldSelf.bytes)",message="status.realized.bytes is immutable once set"
 type RealizedCache struct {
 	// ResolvedCommit is the model commit the revision resolved to.
 	// +kubebuilder:validation:Pattern=`^[a-f0-9]{40}$`
@@ -288,7 +290,27 @@ type RealizedCache struct {
 	// +listType=set
 	// +optional
 	PersistentVolumeNames []string `json:"persistentVolumeNames,omitempty"`
+
+	// Files are the cached files of the model, by their path in the
+	// repository: those TEI reads with the server's image. Omitted when
+	// they are too many to record; Bytes still counts them.
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	Files []string `json:"files,omitempty"`
+
+	// Bytes is the total size of the cached files.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Bytes *int64 `json:"bytes,omitempty"`
 }
+
+// MaxRealizedFiles and MaxRealizedFileNameLength bound status.realized.files.
+const (
+	MaxRealizedFiles          = 1000
+	MaxRealizedFileNameLength = 253
+)
 
 // ModelCacheBinding records one cache storage decision and its lifetime.
 //

@@ -148,6 +148,8 @@ func TestModelCacheBindingRealizedFieldsAreImmutableOnceSet(t *testing.T) {
 	g.Expect(setStatus(t, b, func(s *embedopsv1.ModelCacheBindingStatus) {
 		s.Realized.ContentDigest = digestA
 		s.Realized.PersistentVolumeNames = []string{"pv-1"}
+		s.Realized.Files = []string{"config.json", "model.safetensors", "tokenizer.json"}
+		s.Realized.Bytes = new(int64(90_000_000))
 	})).To(Succeed(), "fields still unset may be filled in")
 
 	cases := []struct {
@@ -159,6 +161,11 @@ func TestModelCacheBindingRealizedFieldsAreImmutableOnceSet(t *testing.T) {
 		{"resolved commit cleared", func(r *embedopsv1.RealizedCache) { r.ResolvedCommit = "" }, "resolvedCommit is immutable once set"},
 		{"content digest changed", func(r *embedopsv1.RealizedCache) { r.ContentDigest = digestB }, "contentDigest is immutable once set"},
 		{"volumes changed", func(r *embedopsv1.RealizedCache) { r.PersistentVolumeNames = []string{"pv-2"} }, "persistentVolumeNames is immutable once set"},
+		{"files changed", func(r *embedopsv1.RealizedCache) {
+			r.Files = []string{"config.json", "pytorch_model.bin", "tokenizer.json"}
+		}, "files is immutable once set"},
+		{"files cleared", func(r *embedopsv1.RealizedCache) { r.Files = nil }, "files is immutable once set"},
+		{"bytes changed", func(r *embedopsv1.RealizedCache) { r.Bytes = new(int64(1)) }, "bytes is immutable once set"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,10 +49,18 @@ type Cache struct {
 	// PopulatorImage runs `embedops populate`: as the PerReplica init
 	// container PopulateContainerName, which fills each replica's claim, or
 	// as the Shared claim's PopulateJob, which the controller runs before the
-	// StatefulSet. Either way TEI then starts offline. Empty means TEI
-	// downloads the model itself.
+	// StatefulSet. Either way TEI then finds the files it reads in the cache
+	// and asks the hub for none. Empty means TEI downloads the model itself.
 	PopulatorImage string
+	// ResolvedCommit is the model commit the binding recorded, empty until
+	// a populator recorded one. With a populator, TEI and the populate init
+	// container then run --revision=<ResolvedCommit>, so every replica
+	// serves those weights even when the branch moves.
+	ResolvedCommit string
 }
+
+// commitPattern is a full git commit id, as a binding records it.
+var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // errInvalidCache marks a Cache the controller filled wrongly: a bug, not a
 // user error.
@@ -83,6 +92,9 @@ func (c *Cache) validate() error {
 		problems = append(problems, unset("populatorImage", c.PopulatorImage)...)
 	default:
 		problems = append(problems, fmt.Sprintf("unknown mode %q", c.Mode))
+	}
+	if c.ResolvedCommit != "" && !commitPattern.MatchString(c.ResolvedCommit) {
+		problems = append(problems, fmt.Sprintf("resolvedCommit %q is not a commit id", c.ResolvedCommit))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: mode %s: %s", errInvalidCache, c.Mode, strings.Join(problems, "; "))
@@ -147,11 +159,20 @@ func (c *Cache) populates() bool {
 	return c.mode() == embedopsv1.CacheModePerReplica && c.PopulatorImage != ""
 }
 
-// Populated reports whether embedops fills the cache before TEI starts,
-// so TEI runs offline: per replica in an init container, or once for a
-// Shared claim in a PopulateJob.
+// Populated reports whether embedops fills the cache before TEI starts:
+// per replica in an init container, or once for a Shared claim in a
+// PopulateJob.
 func (c *Cache) Populated() bool {
 	return c.mode() != embedopsv1.CacheModeNone && c.PopulatorImage != ""
+}
+
+// pinnedCommit is the commit TEI and the populator run on, once a
+// populator recorded one; "" otherwise.
+func (c *Cache) pinnedCommit() string {
+	if !c.Populated() {
+		return ""
+	}
+	return c.ResolvedCommit
 }
 
 // volumeName is the name of the volume mounted at CacheMountPath.

@@ -10,8 +10,16 @@
 //     informer is filtered on them.
 //   - A PerReplica cache with a PopulatorImage gets the init container
 //     PopulateContainerName, which fills the replica's claim and leaves its
-//     result as the termination message, and TEI runs with HF_HUB_OFFLINE=1.
-//     A patch may not remove it or change what it runs.
+//     result as the termination message. It downloads only what the TEI
+//     image reads. A patch may not remove it or change what it runs.
+//   - Once a populator recorded the commit (Cache.ResolvedCommit), TEI and
+//     the populator run --revision=<commit>: every replica serves the same
+//     weights whatever the branch does, and /info's model_sha is that commit.
+//     TEI gets no HF_HUB_OFFLINE, which it never reads: hf-hub finds the
+//     populated files through refs/<revision>.
+//   - TEI's Prometheus port is the container port and Service port
+//     "metrics" (9000 unless PROMETHEUS_PORT or --prometheus-port say
+//     otherwise).
 //   - spec.podTemplate is applied as a strategic-merge patch over the
 //     generated pod template. A patch that cannot be applied, or that would
 //     take away what the operator relies on, is an error wrapping

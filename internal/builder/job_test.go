@@ -40,7 +40,7 @@ func TestPopulateJob(t *testing.T) {
 	g.Expect(populate.Name).To(Equal(builder.PopulateContainerName))
 	g.Expect(populate.Image).To(Equal("embedops-controller:1"))
 	g.Expect(populate.Command).To(Equal([]string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5",
-		"--revision", "v1", "--dir", "/data", "--termination-log", "/dev/termination-log"}))
+		"--revision", "v1", "--image", embedopsv1.DefaultImage, "--dir", "/data", "--termination-log", "/dev/termination-log"}))
 	g.Expect(populate.Env).To(ConsistOf(secretEnv("HF_TOKEN", "hf", "token"), corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}))
 	g.Expect(populate.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: builder.CacheVolumeName, MountPath: "/data"}))
 	g.Expect(populate.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))

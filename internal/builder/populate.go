@@ -16,8 +16,6 @@ const (
 	// TerminationLogPath is where the populate init container writes its
 	// result, as JSON, for the kubelet to keep as its termination message.
 	TerminationLogPath = "/dev/termination-log"
-	// offlineEnv makes TEI use the populated cache without asking the hub.
-	offlineEnv = "HF_HUB_OFFLINE"
 )
 
 // populateResources are modest: the populator streams files to disk.
@@ -41,7 +39,8 @@ func initContainers(server *embedopsv1.EmbeddingServer, cache *Cache) []corev1.C
 }
 
 // populateContainer runs `embedops populate` on the replica's claim, with
-// the token from its Secret (never its value).
+// the token from its Secret (never its value): the files TEI's image reads,
+// at the revision TEI runs.
 func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Container {
 	var env []corev1.EnvVar
 	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
@@ -59,7 +58,8 @@ func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.
 		Command: []string{
 			"/embedops", "populate",
 			"--model", server.Spec.Model.Name,
-			"--revision", revision(server),
+			"--revision", ServedRevision(server, cache),
+			"--image", image(server),
 			"--dir", CacheMountPath,
 			"--termination-log", TerminationLogPath,
 		},

@@ -11,7 +11,6 @@ import (
 )
 
 func TestStatefulSetPopulateInitContainer(t *testing.T) {
-	offline := corev1.EnvVar{Name: "HF_HUB_OFFLINE", Value: "1"}
 	cases := []struct {
 		name        string
 		server      *embedopsv1.EmbeddingServer
@@ -31,7 +30,7 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 			cache:    withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:1"),
 			wantInit: true,
 			wantCommand: []string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5", "--revision", "v1",
-				"--dir", "/data", "--termination-log", "/dev/termination-log"},
+				"--image", embedopsv1.DefaultImage, "--dir", "/data", "--termination-log", "/dev/termination-log"},
 		},
 		{
 			name:     "token from its Secret",
@@ -39,7 +38,7 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 			cache:    withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:1"),
 			wantInit: true,
 			wantCommand: []string{"/embedops", "populate", "--model", "BAAI/bge-small-en-v1.5", "--revision", "main",
-				"--dir", "/data", "--termination-log", "/dev/termination-log"},
+				"--image", embedopsv1.DefaultImage, "--dir", "/data", "--termination-log", "/dev/termination-log"},
 			wantEnv: []corev1.EnvVar{secretEnv("HF_TOKEN", "hf", "token")},
 		},
 		{
@@ -56,7 +55,6 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 			tei := embeddingContainer(sts.Spec.Template)
 			if !tc.wantInit {
 				g.Expect(pod.InitContainers).To(BeEmpty())
-				g.Expect(tei.Env).NotTo(ContainElement(offline))
 				return
 			}
 			g.Expect(pod.InitContainers).To(HaveLen(1))
@@ -71,18 +69,54 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 			g.Expect(init.SecurityContext).To(Equal(tei.SecurityContext))
 			g.Expect(init.VolumeMounts).To(Equal(tei.VolumeMounts))
 			g.Expect(init.Resources.Requests).NotTo(BeEmpty())
-			g.Expect(tei.Env).To(ContainElement(offline))
+			g.Expect(tei.Env).NotTo(ContainElement(HaveField("Name", "HF_HUB_OFFLINE")), "TEI never reads it")
 		})
 	}
 }
 
-func TestStatefulSetSharedPopulatedRunsOffline(t *testing.T) {
+func TestStatefulSetSharedPopulatedHasNoInitContainer(t *testing.T) {
 	g := NewWithT(t)
 	cache := withPopulator(sharedCache("claim", "10Gi"), "embedops-controller:1")
 	sts, err := builder.StatefulSet(server("s", withCacheSpec(embedopsv1.CacheModeShared, "", "10Gi")), cache)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sts.Spec.Template.Spec.InitContainers).To(BeEmpty(), "the populate Job fills a Shared claim, not the pods")
-	g.Expect(embeddingContainer(sts.Spec.Template).Env).To(ContainElement(corev1.EnvVar{Name: "HF_HUB_OFFLINE", Value: "1"}))
+	g.Expect(embeddingContainer(sts.Spec.Template).Env).NotTo(ContainElement(HaveField("Name", "HF_HUB_OFFLINE")))
+}
+
+func TestStatefulSetRunsTheRecordedCommit(t *testing.T) {
+	const commit = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+	pinned := func(c *builder.Cache) *builder.Cache { c.ResolvedCommit = commit; return c }
+	cases := []struct {
+		name         string
+		cache        *builder.Cache
+		wantRevision string
+	}{
+		{"per replica before a commit is recorded", withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"), "main"},
+		{"per replica once a commit is recorded", pinned(withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1")), commit},
+		{"shared once a commit is recorded", pinned(withPopulator(sharedCache("claim", "10Gi"), "p:1")), commit},
+		{"a commit without a populator changes nothing", pinned(perReplicaCache("cache-1", "", "10Gi")), "main"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := server("s", withCacheSpec(tc.cache.Mode, "", "10Gi"))
+			sts, err := builder.StatefulSet(s, tc.cache)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(embeddingContainer(sts.Spec.Template).Args).To(ContainElement("--revision=" + tc.wantRevision))
+			g.Expect(builder.ServedRevision(s, tc.cache)).To(Equal(tc.wantRevision))
+			for _, init := range sts.Spec.Template.Spec.InitContainers {
+				g.Expect(init.Command).To(ContainElements("--revision", tc.wantRevision), "the populator fetches what TEI runs")
+			}
+		})
+	}
+}
+
+func TestStatefulSetRefusesABadRecordedCommit(t *testing.T) {
+	g := NewWithT(t)
+	cache := withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1")
+	cache.ResolvedCommit = "main; rm -rf /"
+	_, err := builder.StatefulSet(server("s"), cache)
+	g.Expect(err).To(MatchError(ContainSubstring("not a commit id")))
 }
 
 func TestStatefulSetRefusesPopulatorWithoutCache(t *testing.T) {

@@ -18,7 +18,8 @@ func HeadlessServiceName(server *embedopsv1.EmbeddingServer) string {
 }
 
 // Service returns the ClusterIP Service "<name>" that clients call; its port
-// "http" targets the container port "http".
+// "http" targets the container port "http", its port "metrics" TEI's
+// Prometheus listener.
 func Service(server *embedopsv1.EmbeddingServer) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   serviceTypeMeta(),
@@ -52,13 +53,24 @@ func serviceTypeMeta() metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Service"}
 }
 
+// servicePorts are "http" first, then TEI's "metrics" port for a
+// ServiceMonitor, when the container has one.
 func servicePorts(server *embedopsv1.EmbeddingServer) []corev1.ServicePort {
-	return []corev1.ServicePort{{
+	ports := []corev1.ServicePort{{
 		Name:       PortName,
 		Protocol:   corev1.ProtocolTCP,
 		Port:       port(server),
 		TargetPort: intstr.FromString(PortName),
 	}}
+	if metrics := metricsPort(server); metrics != port(server) {
+		ports = append(ports, corev1.ServicePort{
+			Name:       MetricsPortName,
+			Protocol:   corev1.ProtocolTCP,
+			Port:       metrics,
+			TargetPort: intstr.FromString(MetricsPortName),
+		})
+	}
+	return ports
 }
 
 // objectMeta is the metadata every child shares.

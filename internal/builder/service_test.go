@@ -41,15 +41,48 @@ func TestServices(t *testing.T) {
 			g.Expect(svc.Spec.ClusterIP).To(Equal(tc.wantClusterIP))
 			g.Expect(svc.Spec.PublishNotReadyAddresses).To(Equal(tc.wantNotReady))
 			g.Expect(svc.Spec.Selector).To(Equal(builder.SelectorLabels(tc.server)))
-			g.Expect(svc.Spec.Ports).To(Equal([]corev1.ServicePort{{
-				Name: "http", Protocol: corev1.ProtocolTCP, Port: tc.wantPort, TargetPort: intstr.FromString("http"),
-			}}))
+			g.Expect(svc.Spec.Ports).To(Equal([]corev1.ServicePort{
+				{Name: "http", Protocol: corev1.ProtocolTCP, Port: tc.wantPort, TargetPort: intstr.FromString("http")},
+				{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9000, TargetPort: intstr.FromString("metrics")},
+			}))
 			if tc.governsStatefulSet {
 				sts, err := builder.StatefulSet(tc.server, nil)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(sts.Spec.ServiceName).To(Equal(svc.Name))
 				g.Expect(builder.HeadlessServiceName(tc.server)).To(Equal(svc.Name))
 			}
+		})
+	}
+}
+
+func TestMetricsPortFollowsTEIsSettings(t *testing.T) {
+	cases := []struct {
+		name   string
+		server *embedopsv1.EmbeddingServer
+		want   []int32
+	}{
+		{"default", server("s"), []int32{8080, 9000}},
+		{"PROMETHEUS_PORT", server("s", withEnv(corev1.EnvVar{Name: "PROMETHEUS_PORT", Value: "9100"})), []int32{8080, 9100}},
+		{"--prometheus-port wins over the variable", server("s", withEnv(corev1.EnvVar{Name: "PROMETHEUS_PORT", Value: "9100"}),
+			withArgs("--prometheus-port=9200")), []int32{8080, 9200}},
+		{"--prometheus-port as two arguments", server("s", withArgs("--prometheus-port", "9300")), []int32{8080, 9300}},
+		{"not a port", server("s", withArgs("--prometheus-port=x")), []int32{8080, 9000}},
+		{"the http port serves /metrics too", server("s", withPort(9000)), []int32{9000}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			sts, err := builder.StatefulSet(tc.server, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			var container, service []int32
+			for _, p := range sts.Spec.Template.Spec.Containers[0].Ports {
+				container = append(container, p.ContainerPort)
+			}
+			for _, p := range builder.Service(tc.server).Spec.Ports {
+				service = append(service, p.Port)
+			}
+			g.Expect(container).To(Equal(tc.want))
+			g.Expect(service).To(Equal(tc.want))
 		})
 	}
 }

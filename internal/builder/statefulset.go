@@ -3,6 +3,8 @@ package builder
 import (
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +21,17 @@ const (
 	ContainerName = "embedding"
 	// PortName names the TEI container port and the Services' ports.
 	PortName = "http"
+	// MetricsPortName names TEI's Prometheus port, on the container and the
+	// Services, for a PodMonitor or ServiceMonitor.
+	MetricsPortName = "metrics"
+	// DefaultMetricsPort is TEI's Prometheus port: --prometheus-port, env
+	// PROMETHEUS_PORT, default 9000 (TEI router/src/main.rs); TEI serves
+	// /metrics there with its own listener (router/src/prometheus.rs) and
+	// also on the http port (router/src/http/server.rs).
+	DefaultMetricsPort int32 = 9000
+	// metricsPortEnv and metricsPortFlag set TEI's Prometheus port.
+	metricsPortEnv  = "PROMETHEUS_PORT"
+	metricsPortFlag = "--prometheus-port"
 	// healthPath is TEI's health endpoint, probed by all three probes.
 	healthPath = "/health"
 	// defaultContainerAnnotation makes kubectl logs and exec pick the TEI
@@ -127,21 +140,13 @@ func podTemplate(server *embedopsv1.EmbeddingServer, cache *Cache) *corev1.PodTe
 // container is the TEI container.
 func container(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Container {
 	spec := server.Spec
-	image := spec.Image
-	if image == "" {
-		image = embedopsv1.DefaultImage
-	}
 	return corev1.Container{
 		Name:            ContainerName,
-		Image:           image,
+		Image:           image(server),
 		ImagePullPolicy: spec.ImagePullPolicy,
-		Args:            args(server),
-		Env:             env(server, cache),
-		Ports: []corev1.ContainerPort{{
-			Name:          PortName,
-			ContainerPort: port(server),
-			Protocol:      corev1.ProtocolTCP,
-		}},
+		Args:            args(server, cache),
+		Env:             env(server),
+		Ports:           containerPorts(server),
 		Resources:       *spec.Resources.DeepCopy(),
 		VolumeMounts:    []corev1.VolumeMount{cache.volumeMount()},
 		StartupProbe:    probe(startupPeriodSeconds, startupFailureThreshold),
@@ -154,15 +159,59 @@ func container(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Containe
 // managedFlags are the TEI flags the builder sets; spec.args may not.
 var managedFlags = []string{"--model-id", "--revision", "--port", "--hostname"}
 
+// containerPorts are TEI's http port and, unless it is the same, its
+// Prometheus port.
+func containerPorts(server *embedopsv1.EmbeddingServer) []corev1.ContainerPort {
+	ports := []corev1.ContainerPort{{Name: PortName, ContainerPort: port(server), Protocol: corev1.ProtocolTCP}}
+	if metrics := metricsPort(server); metrics != port(server) {
+		ports = append(ports, corev1.ContainerPort{Name: MetricsPortName, ContainerPort: metrics, Protocol: corev1.ProtocolTCP})
+	}
+	return ports
+}
+
+// metricsPort is TEI's Prometheus port: --prometheus-port in spec.args,
+// else a literal PROMETHEUS_PORT in spec.env, else DefaultMetricsPort. clap
+// gives the flag precedence over the variable (TEI router/src/main.rs).
+func metricsPort(server *embedopsv1.EmbeddingServer) int32 {
+	value := ""
+	for _, e := range server.Spec.Env {
+		if e.Name == metricsPortEnv && e.ValueFrom == nil {
+			value = e.Value
+		}
+	}
+	for i, arg := range server.Spec.Args {
+		if v, ok := strings.CutPrefix(arg, metricsPortFlag+"="); ok {
+			value = v
+		} else if arg == metricsPortFlag && i+1 < len(server.Spec.Args) {
+			value = server.Spec.Args[i+1]
+		}
+	}
+	if n, err := strconv.ParseInt(value, 10, 32); err == nil && n > 0 && n < 65536 {
+		return int32(n)
+	}
+	return DefaultMetricsPort
+}
+
 // args are TEI's arguments: the managed flags, in managedFlags order, then
-// spec.args.
-func args(server *embedopsv1.EmbeddingServer) []string {
-	values := []string{server.Spec.Model.Name, revision(server), fmt.Sprint(port(server)), "0.0.0.0"}
+// spec.args. The revision is the commit the populator recorded, once it
+// did, else the spec's revision.
+func args(server *embedopsv1.EmbeddingServer, cache *Cache) []string {
+	values := []string{server.Spec.Model.Name, ServedRevision(server, cache), fmt.Sprint(port(server)), "0.0.0.0"}
 	out := make([]string, 0, len(values)+len(server.Spec.Args))
 	for i, flag := range managedFlags {
 		out = append(out, flag+"="+values[i])
 	}
 	return append(out, server.Spec.Args...)
+}
+
+// ServedRevision is the --revision TEI runs with, which TEI reports as
+// /info's model_sha (TEI router/src/lib.rs, "model_sha: revision"): the
+// commit a populator recorded, else the spec's revision, defaulted.
+func ServedRevision(server *embedopsv1.EmbeddingServer, cache *Cache) string {
+	if commit := cache.pinnedCommit(); commit != "" {
+		return commit
+	}
+	return revision(server)
 }
 
 // revision is the model revision, defaulted.
@@ -185,14 +234,12 @@ const (
 // names in the HuggingFace libraries.
 var managedEnv = []string{hubCacheEnv, "HF_HUB_CACHE", "HF_HOME", tokenEnv, apiTokenEnv}
 
-// env is TEI's environment: the cache location, offline mode when the
-// populate init container fills the cache, the token from its Secret (never
-// its value) and then spec.env.
-func env(server *embedopsv1.EmbeddingServer, cache *Cache) []corev1.EnvVar {
+// env is TEI's environment: the cache location, the token from its Secret
+// (never its value) and then spec.env. No HF_HUB_OFFLINE: TEI never reads
+// it; hf-hub finds a populated file through refs/<revision> and asks the
+// hub only for what is missing (hf-hub src/lib.rs, src/api/tokio.rs).
+func env(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
 	out := []corev1.EnvVar{{Name: hubCacheEnv, Value: CacheMountPath}}
-	if cache.Populated() {
-		out = append(out, corev1.EnvVar{Name: offlineEnv, Value: "1"})
-	}
 	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
 		for _, name := range []string{tokenEnv, apiTokenEnv} {
 			out = append(out, corev1.EnvVar{
@@ -208,6 +255,14 @@ func env(server *embedopsv1.EmbeddingServer, cache *Cache) []corev1.EnvVar {
 		out = append(out, *server.Spec.Env[i].DeepCopy())
 	}
 	return out
+}
+
+// image is the TEI image, defaulted.
+func image(server *embedopsv1.EmbeddingServer) string {
+	if server.Spec.Image == "" {
+		return embedopsv1.DefaultImage
+	}
+	return server.Spec.Image
 }
 
 // port is the TEI port.

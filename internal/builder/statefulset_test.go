@@ -91,7 +91,10 @@ func TestStatefulSetContainer(t *testing.T) {
 			g.Expect(c.Name).To(Equal(builder.ContainerName))
 			g.Expect(c.Image).To(Equal(tc.wantImage))
 			g.Expect(c.ImagePullPolicy).To(Equal(tc.wantPolicy))
-			g.Expect(c.Ports).To(ConsistOf(corev1.ContainerPort{Name: "http", ContainerPort: tc.wantPort, Protocol: corev1.ProtocolTCP}))
+			g.Expect(c.Ports).To(Equal([]corev1.ContainerPort{
+				{Name: "http", ContainerPort: tc.wantPort, Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", ContainerPort: 9000, Protocol: corev1.ProtocolTCP},
+			}), "TEI's Prometheus port is PROMETHEUS_PORT, 9000 by default")
 			g.Expect(c.Resources.Limits).To(Equal(tc.wantLimits))
 			g.Expect(pod.ServiceAccountName).To(Equal(tc.wantAccount))
 			g.Expect(pod.ImagePullSecrets).To(Equal(tc.wantSecrets))

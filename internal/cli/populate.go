@@ -21,6 +21,7 @@ type populateOptions struct {
 	model          string
 	revision       string
 	dir            string
+	image          string
 	output         string
 	terminationLog string
 }
@@ -50,6 +51,7 @@ func newPopulateCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.model, "model", "", "hub model id, org/name")
 	cmd.Flags().StringVar(&opts.revision, "revision", populate.DefaultRevision, "branch, tag or commit id")
 	cmd.Flags().StringVar(&opts.dir, "dir", "", "cache directory (HUGGINGFACE_HUB_CACHE)")
+	cmd.Flags().StringVar(&opts.image, "image", "", "TEI image that reads the cache: download only the files it reads (empty: every file)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputJSON, "output format: json or yaml")
 	cmd.Flags().StringVar(&opts.terminationLog, "termination-log", "", "also write the result as JSON to this file (a pod's terminationMessagePath)")
 	_ = cmd.MarkFlagRequired("model")
@@ -65,6 +67,7 @@ func runPopulate(ctx context.Context, stdout, stderr io.Writer, getenv func(stri
 		Model:    opts.model,
 		Revision: opts.revision,
 		Dir:      opts.dir,
+		Image:    opts.image,
 		Endpoint: getenv(populate.EnvEndpoint),
 		Token:    getenv(populate.EnvToken),
 		Log:      slog.New(slog.NewTextHandler(stderr, nil)),
@@ -78,15 +81,29 @@ func runPopulate(ctx context.Context, stdout, stderr io.Writer, getenv func(stri
 		return err
 	}
 	if opts.terminationLog != "" {
-		data, err := json.Marshal(result)
+		data, err := resultMessage(*result)
 		if err != nil {
-			return fmt.Errorf("encoding the result: %w", err)
+			return err
 		}
 		if err := writeTerminationLog(opts.terminationLog, data); err != nil {
 			return err
 		}
 	}
 	return printStructured(stdout, opts.output, result)
+}
+
+// resultMessage encodes the result for the termination log, without the
+// file names when they do not fit: the count and bytes always do.
+func resultMessage(result populate.Result) ([]byte, error) {
+	data, err := json.Marshal(result)
+	if err == nil && len(data) > maxTerminationMessage {
+		result.Names = nil
+		data, err = json.Marshal(result)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result: %w", err)
+	}
+	return data, nil
 }
 
 // failureMessage encodes err for the termination log, shortened to fit.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +18,12 @@ import (
 
 // populated is populate's output, decoded strictly.
 type populated struct {
-	ResolvedCommit string `json:"resolvedCommit"`
-	ContentDigest  string `json:"contentDigest"`
-	Files          int    `json:"files"`
-	Bytes          int64  `json:"bytes"`
+	ResolvedCommit string   `json:"resolvedCommit"`
+	ContentDigest  string   `json:"contentDigest"`
+	Files          int      `json:"files"`
+	Bytes          int64    `json:"bytes"`
+	Names          []string `json:"names"`
+	RepoBytes      int64    `json:"repositoryBytes"`
 }
 
 func decodeStrict(g Gomega, data []byte) populated {
@@ -135,4 +138,25 @@ func TestPopulateReportsBadInput(t *testing.T) {
 			g.Expect(IsUsageError(err)).To(Equal(tc.usage))
 		})
 	}
+}
+
+func TestPopulateResultMessageDropsNamesThatDoNotFit(t *testing.T) {
+	g := NewWithT(t)
+	result := populate.Result{ResolvedCommit: strings.Repeat("a", 40), Files: 300, Bytes: 1 << 40}
+	for i := range 300 {
+		result.Names = append(result.Names, fmt.Sprintf("model-%05d-of-00300.safetensors", i))
+	}
+
+	data, err := resultMessage(result)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(data)).To(BeNumerically("<=", maxTerminationMessage))
+	decoded := decodeStrict(g, data)
+	g.Expect(decoded.Names).To(BeEmpty())
+	g.Expect(decoded.Files).To(Equal(300))
+
+	result.Names = result.Names[:3]
+	data, err = resultMessage(result)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decodeStrict(g, data).Names).To(HaveLen(3), "names that fit are kept")
 }

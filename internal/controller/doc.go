@@ -33,12 +33,20 @@
 //     server's Service must answer TEI's /info, else Ready=False
 //     EndpointUnavailable and a requeue; status.served keeps the last
 //     answer then, and is cleared only when the check is off or the server
-//     is scaled to zero. A served commit other than the binding's
-//     resolvedCommit leaves Ready True, with a ServedRevisionMismatch
-//     Warning event when Ready's message did not note it yet.
+//     is scaled to zero. /info's model_sha is TEI's --revision as given, so
+//     it is compared with the same (builder.ServedRevision: the binding's
+//     resolvedCommit once a populator recorded it, else the spec's
+//     revision; status.served says which), and model_id with
+//     spec.model.name. A mismatch leaves Ready True, with a
+//     ServedRevisionMismatch or ServedModelMismatch Warning event when
+//     Ready's message did not note it yet. The API key (API_KEY or
+//     --api-key) is read with an uncached Get when it is in a Secret, sent
+//     as a bearer token, and never logged, recorded or put in an event.
 //   - With a populator image (EmbeddingServerReconcilerOptions.PopulatorImage)
 //     PerReplica pods run `embedops populate` as the init container
-//     builder.PopulateContainerName and TEI starts offline. ModelReady is
+//     builder.PopulateContainerName, which downloads what the TEI image
+//     reads; once the binding recorded the commit, TEI and the populator
+//     run --revision=<commit> (builder.Cache.ResolvedCommit). ModelReady is
 //     read from that container's termination message only (modelReportOf);
 //     the first result fills the binding's unset status.realized fields,
 //     which are never overwritten: a pod reporting another commit is a

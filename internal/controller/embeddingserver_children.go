@@ -39,6 +39,10 @@ var statefulSetKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet").GroupKin
 // as they are.
 func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
+	if scope.cache != nil {
+		// Once a populator recorded the commit, TEI runs exactly it.
+		scope.cache.ResolvedCommit = scope.resolvedCommit
+	}
 	statefulSet, err := builder.StatefulSet(server, scope.cache)
 	if err != nil {
 		if errors.Is(err, builder.ErrInvalidPodTemplate) {

@@ -97,7 +97,7 @@ func TestServerSetsBackHandEditedChildren(t *testing.T) {
 	g.Expect(env.Client.Patch(t.Context(), service, edit, client.FieldOwner("kubectl-edit"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(t.Context(), key, service)).To(Succeed())
-		g.Expect(service.Spec.Ports).To(HaveLen(1))
+		g.Expect(service.Spec.Ports).To(HaveLen(2), "http and TEI's metrics")
 		g.Expect(service.Spec.Ports[0].Port).To(Equal(int32(8080)))
 	}).Should(Succeed())
 

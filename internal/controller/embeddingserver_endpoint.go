@@ -10,16 +10,22 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 )
 
 // reconcileEndpoint asks an Available server's Service for TEI's /info when
-// the check is on, and records the answer in status.served. Ready pods that
-// do not answer make Ready=False EndpointUnavailable, a wait retried after
-// the progress interval; status.served then keeps the last answer, which
-// the Ready condition marks as stale. A served commit other than the one
-// the binding recorded is noted in Ready's message, which stays True, and
-// announced by a Warning event when the fetched message did not note it. An answering server is asked again
-// after the endpoint interval.
+// the check is on, with the server's API key when it has one, and records
+// the answer in status.served. Ready pods that do not answer make
+// Ready=False EndpointUnavailable, a wait retried after the progress
+// interval; status.served then keeps the last answer, which the Ready
+// condition marks as stale. TEI reports as model_sha the --revision it was
+// started with, as given (TEI router/src/lib.rs, "model_sha: revision"):
+// it is compared with the same, the binding's resolved commit once a
+// populator recorded it, else the spec's revision, and status.served says
+// which. Another model_id or model_sha is noted in Ready's message, which
+// stays True, and announced by a Warning event when the fetched message did
+// not note it. An answering server is asked again after the endpoint
+// interval.
 func (r *EmbeddingServerReconciler) reconcileEndpoint(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	if !r.endpointCheck || conditions.GetReason(server, embedopsv1.ReadyCondition) != embedopsv1.AvailableReason ||
@@ -30,25 +36,68 @@ func (r *EmbeddingServerReconciler) reconcileEndpoint(ctx context.Context, scope
 	if url == "" {
 		return ctrl.Result{}, nil
 	}
-	served, err := r.endpoint.Info(ctx, url)
+	served, err := r.askInfo(ctx, server, url)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("endpoint unavailable", "url", url, "error", err.Error())
 		conditions.MarkFalse(server, embedopsv1.ReadyCondition, embedopsv1.EndpointUnavailableReason,
 			"%s but the Service does not answer: %s", conditions.GetMessage(server, embedopsv1.ReadyCondition), err.Error())
 		return ctrl.Result{RequeueAfter: r.progressInterval}, nil
 	}
+	served.ExpectedModelSHA, served.ComparedWith = expectedModelSHA(server, scope.cache)
 	server.Status.Served = served
-	recheck := ctrl.Result{RequeueAfter: r.endpointInterval}
-	if !revisionMismatch(served, scope.resolvedCommit) {
-		return recheck, nil
+	for _, m := range servedMismatches(server, served) {
+		conditions.MarkTrue(server, embedopsv1.ReadyCondition, embedopsv1.AvailableReason,
+			"%s; %s", conditions.GetMessage(server, embedopsv1.ReadyCondition), m.message)
+		if before := scope.readyBefore; before == nil || !strings.Contains(before.Message, m.message) {
+			r.events.Eventf(server, nil, corev1.EventTypeWarning, m.reason, "Reconcile", "%s", m.message)
+		}
 	}
-	message := fmt.Sprintf("TEI serves model commit %s, the binding recorded %s", served.ModelSHA, scope.resolvedCommit)
-	conditions.MarkTrue(server, embedopsv1.ReadyCondition, embedopsv1.AvailableReason,
-		"%s; %s", conditions.GetMessage(server, embedopsv1.ReadyCondition), message)
-	if before := scope.readyBefore; before == nil || !strings.Contains(before.Message, message) {
-		r.events.Eventf(server, nil, corev1.EventTypeWarning, embedopsv1.ServedRevisionMismatchReason, "Reconcile", "%s", message)
+	return ctrl.Result{RequeueAfter: r.endpointInterval}, nil
+}
+
+// askInfo asks /info with the server's API key. The key is never logged:
+// errors name its source only.
+func (r *EmbeddingServerReconciler) askInfo(ctx context.Context, server *embedopsv1.EmbeddingServer, url string) (*embedopsv1.ServedModel, error) {
+	apiKey, err := r.apiKeyOf(ctx, server)
+	if err != nil {
+		return nil, err
 	}
-	return recheck, nil
+	return r.endpoint.Info(ctx, url, apiKey)
+}
+
+// expectedModelSHA is the --revision TEI runs with, which /info reports as
+// model_sha, and what it is.
+func expectedModelSHA(server *embedopsv1.EmbeddingServer, cache *builder.Cache) (string, embedopsv1.ServedComparison) {
+	revision := builder.ServedRevision(server, cache)
+	if cache != nil && cache.Populated() && cache.ResolvedCommit != "" && revision == cache.ResolvedCommit {
+		return revision, embedopsv1.ComparedWithResolvedCommit
+	}
+	return revision, embedopsv1.ComparedWithSpecRevision
+}
+
+// mismatch is one way TEI serves something else than it was started for.
+type mismatch struct {
+	reason, message string
+}
+
+// servedMismatches compares /info with how TEI was started: model_id with
+// --model-id (spec.model.name) and model_sha with --revision. A field TEI
+// left empty is not compared.
+func servedMismatches(server *embedopsv1.EmbeddingServer, served *embedopsv1.ServedModel) []mismatch {
+	var found []mismatch
+	if served.ModelID != "" && served.ModelID != server.Spec.Model.Name {
+		found = append(found, mismatch{embedopsv1.ServedModelMismatchReason,
+			fmt.Sprintf("TEI serves model %s, the spec asks for %s", served.ModelID, server.Spec.Model.Name)})
+	}
+	if served.ModelSHA != "" && served.ExpectedModelSHA != "" && served.ModelSHA != served.ExpectedModelSHA {
+		source := "the binding's resolved commit"
+		if served.ComparedWith == embedopsv1.ComparedWithSpecRevision {
+			source = "the spec's revision"
+		}
+		found = append(found, mismatch{embedopsv1.ServedRevisionMismatchReason,
+			fmt.Sprintf("TEI serves model revision %s, it was started on %s (%s)", served.ModelSHA, served.ExpectedModelSHA, source)})
+	}
+	return found
 }
 
 // endpointCheckState is the status.endpointCheck of the check being on.
@@ -66,10 +115,4 @@ func infoURL(service *corev1.Service) string {
 		return ""
 	}
 	return fmt.Sprintf("http://%s.%s.svc:%d/info", service.Name, service.Namespace, service.Spec.Ports[0].Port)
-}
-
-// revisionMismatch is true when TEI reports a model commit and the binding
-// recorded another.
-func revisionMismatch(served *embedopsv1.ServedModel, resolvedCommit string) bool {
-	return served != nil && served.ModelSHA != "" && resolvedCommit != "" && served.ModelSHA != resolvedCommit
 }

@@ -159,6 +159,9 @@ func modelReportOf(pods []corev1.Pod, recorded *embedopsv1.RealizedCache) (model
 		}
 		if recorded == nil || recorded.ResolvedCommit != commit || recorded.ContentDigest != digest {
 			report.realized = &embedopsv1.RealizedCache{ResolvedCommit: commit, ContentDigest: digest}
+			if first.ResolvedCommit == commit && first.ContentDigest == digest {
+				report.realized = realizedOf(first.Result)
+			}
 		}
 	}
 	var others []string

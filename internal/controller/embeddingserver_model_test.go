@@ -77,7 +77,7 @@ func TestModelReportOf(t *testing.T) {
 		{
 			name: "downloaded, nothing recorded", pods: []corev1.Pod{podWith("s-1", populated(commitB, digestB)), podWith("s-0", populated(commitA, digestA))},
 			wantOK: true, wantStatus: metav1.ConditionTrue, wantReason: embedopsv1.DownloadedReason, wantMessage: commitA,
-			wantRealized: &embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA},
+			wantRealized: &embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))},
 			wantMismatch: []string{"s-1"},
 		},
 		{
@@ -94,7 +94,7 @@ func TestModelReportOf(t *testing.T) {
 		{
 			name: "one downloaded, one failed", pods: []corev1.Pod{podWith("s-0", populated(commitA, digestA)), podWith("s-1", terminatedPopulate(1, `{"error":"no such revision"}`))},
 			wantOK: true, wantStatus: metav1.ConditionFalse, wantReason: embedopsv1.DownloadFailedReason, wantMessage: "pod s-1: no such revision",
-			wantRealized: &embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA},
+			wantRealized: &embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))},
 		},
 		{
 			name: "failed and waiting to restart", pods: []corev1.Pod{podWith("s-0", crashLooping)},
@@ -166,7 +166,7 @@ func TestServerPodsPopulateTheirCacheBeforeTEIStartsOffline(t *testing.T) {
 	g.Expect(template.InitContainers[0].Name).To(Equal(builder.PopulateContainerName))
 	g.Expect(template.InitContainers[0].Image).To(Equal("embedops-controller:test"))
 	g.Expect(template.InitContainers[0].Command).To(ContainElements("populate", "--termination-log"))
-	g.Expect(template.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "HF_HUB_OFFLINE", Value: "1"}))
+	g.Expect(template.Containers[0].Env).NotTo(ContainElement(HaveField("Name", "HF_HUB_OFFLINE")), "TEI never reads it")
 	waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadingReason)
 
 	createServerPod(t, g, key, "0", populated(commitA, digestA))
@@ -174,7 +174,7 @@ func TestServerPodsPopulateTheirCacheBeforeTEIStartsOffline(t *testing.T) {
 	g.Expect(conditions.GetMessage(server, embedopsv1.ModelReadyCondition)).To(ContainSubstring(commitA))
 	g.Eventually(func(g Gomega) {
 		binding := getBinding(t, g, namespace, server.Status.CacheBinding)
-		g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA}))
+		g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))}))
 	}).Should(Succeed())
 
 	// A second replica resolved the revision to another commit: the
@@ -190,7 +190,7 @@ func TestServerPodsPopulateTheirCacheBeforeTEIStartsOffline(t *testing.T) {
 	}).Should(Succeed())
 	requestReconcile(t, g, key)
 	binding := getBinding(t, g, namespace, server.Status.CacheBinding)
-	g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA}))
+	g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))}))
 	g.Expect(warningEvents(t, g, namespace, "tei", embedopsv1.ResolvedCommitMismatchReason)).To(HaveLen(1))
 	checkConditions(t, g, key)
 }
@@ -246,7 +246,7 @@ func TestPodsOfAnEarlierBindingAreNotRead(t *testing.T) {
 	g.Expect(conditions.GetMessage(server, embedopsv1.ModelReadyCondition)).NotTo(ContainSubstring("mismatch"))
 	g.Eventually(func(g Gomega) {
 		binding := getBinding(t, g, namespace, getServer(t, g, key).Status.CacheBinding)
-		g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA}))
+		g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))}))
 	}).Should(Succeed())
 	g.Expect(warningEvents(t, g, namespace, "tei", embedopsv1.ResolvedCommitMismatchReason)).To(BeEmpty())
 }

@@ -90,7 +90,7 @@ func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *
 		detail := fmt.Sprintf("Job %s completed but no pod left a readable result in its termination message", job.Name)
 		return r.retryFailedJob(ctx, scope, job, detail)
 	}
-	found := &embedopsv1.RealizedCache{ResolvedCommit: outcome.result.ResolvedCommit, ContentDigest: outcome.result.ContentDigest}
+	found := realizedOf(outcome.result.Result)
 	if err := r.recordRealized(ctx, scope, found); err != nil {
 		return ctrl.Result{}, err
 	}

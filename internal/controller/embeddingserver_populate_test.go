@@ -51,11 +51,12 @@ func TestSharedCacheIsPopulatedOnceByAJobBeforeServersStart(t *testing.T) {
 		g.Expect(conditions.GetMessage(server, embedopsv1.ModelReadyCondition)).To(ContainSubstring(commitA))
 		sts := waitForStatefulSet(t, g, key)
 		g.Expect(sts.Spec.Template.Spec.InitContainers).To(BeEmpty())
-		g.Expect(sts.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "HF_HUB_OFFLINE", Value: "1"}))
+		g.Expect(sts.Spec.Template.Spec.Containers[0].Env).NotTo(ContainElement(HaveField("Name", "HF_HUB_OFFLINE")), "TEI never reads it")
+		g.Expect(sts.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--revision="+commitA), "TEI runs the commit the Job recorded")
 	}
 	g.Expect(cacheBindingOf(t, g, second)).To(Equal(bindingName), "status.cacheBinding names the binding once the pods mount it")
 	binding := getBinding(t, g, namespace, bindingName)
-	g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA}))
+	g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))}))
 	var jobs batchv1.JobList
 	g.Expect(env.Client.List(t.Context(), &jobs, client.InNamespace(namespace))).To(Succeed())
 	g.Expect(jobs.Items).To(HaveLen(1), "one Job for the shared claim, whatever the number of servers")

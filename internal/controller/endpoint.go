@@ -57,8 +57,10 @@ func InCluster() bool {
 
 // EndpointClient asks a TEI server what it serves.
 type EndpointClient interface {
-	// Info returns the answer of TEI's /info at url.
-	Info(ctx context.Context, url string) (*embedopsv1.ServedModel, error)
+	// Info returns the answer of TEI's /info at url. A non-empty apiKey is
+	// sent as "Authorization: Bearer <apiKey>", which TEI requires on /info
+	// when started with an API key (TEI router/src/http/server.rs).
+	Info(ctx context.Context, url, apiKey string) (*embedopsv1.ServedModel, error)
 }
 
 // DialFunc opens a connection, as net.Dialer.DialContext does.
@@ -82,12 +84,15 @@ type httpEndpointClient struct {
 }
 
 // Info GETs url and parses TEI's answer.
-func (c *httpEndpointClient) Info(ctx context.Context, url string) (*embedopsv1.ServedModel, error) {
+func (c *httpEndpointClient) Info(ctx context.Context, url, apiKey string) (*embedopsv1.ServedModel, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the /info request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("asking /info: %w", err)
@@ -97,7 +102,12 @@ func (c *httpEndpointClient) Info(ctx context.Context, url string) (*embedopsv1.
 	if err != nil {
 		return nil, fmt.Errorf("reading /info: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized && apiKey == "":
+		return nil, fmt.Errorf("/info answered %s: TEI wants an API key the server's spec does not show (API_KEY in spec.env or --api-key in spec.args)", resp.Status)
+	case resp.StatusCode == http.StatusUnauthorized:
+		return nil, fmt.Errorf("/info answered %s: TEI refused the server's API key", resp.Status)
+	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("/info answered %s", resp.Status)
 	}
 	return parseInfo(body)

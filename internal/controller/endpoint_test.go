@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 )
 
 // teiInfoBody is an /info answer of TEI 1.9, trimmed.
@@ -87,48 +88,114 @@ func TestResolveEndpointCheck(t *testing.T) {
 	}
 }
 
-func TestRevisionMismatch(t *testing.T) {
+func TestServedMismatches(t *testing.T) {
 	const commit = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+	server := &embedopsv1.EmbeddingServer{Spec: embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: "BAAI/bge-small-en-v1.5"}}}
+	served := func(id, sha, expected string, from embedopsv1.ServedComparison) *embedopsv1.ServedModel {
+		return &embedopsv1.ServedModel{ModelID: id, ModelSHA: sha, ExpectedModelSHA: expected, ComparedWith: from}
+	}
 	cases := []struct {
-		name     string
-		served   *embedopsv1.ServedModel
-		resolved string
-		want     bool
+		name   string
+		served *embedopsv1.ServedModel
+		want   []string
 	}{
-		{"same commit", &embedopsv1.ServedModel{ModelSHA: commit}, commit, false},
-		{"other commit", &embedopsv1.ServedModel{ModelSHA: "0000000000000000000000000000000000000000"}, commit, true},
-		{"nothing served", nil, commit, false},
-		{"no sha served", &embedopsv1.ServedModel{ModelID: "m"}, commit, false},
-		{"no resolved commit", &embedopsv1.ServedModel{ModelSHA: commit}, "", false},
+		{"same commit", served("BAAI/bge-small-en-v1.5", commit, commit, embedopsv1.ComparedWithResolvedCommit), nil},
+		{"same branch", served("BAAI/bge-small-en-v1.5", "main", "main", embedopsv1.ComparedWithSpecRevision), nil},
+		{"other commit", served("BAAI/bge-small-en-v1.5", "0000000000000000000000000000000000000000", commit, embedopsv1.ComparedWithResolvedCommit),
+			[]string{"TEI serves model revision 0000000000000000000000000000000000000000, it was started on " + commit + " (the binding's resolved commit)"}},
+		{"branch against its spec", served("BAAI/bge-small-en-v1.5", "main", "v2", embedopsv1.ComparedWithSpecRevision),
+			[]string{"TEI serves model revision main, it was started on v2 (the spec's revision)"}},
+		{"other model", served("BAAI/bge-large-en-v1.5", "main", "main", embedopsv1.ComparedWithSpecRevision),
+			[]string{"TEI serves model BAAI/bge-large-en-v1.5, the spec asks for BAAI/bge-small-en-v1.5"}},
+		{"no sha served", served("BAAI/bge-small-en-v1.5", "", commit, embedopsv1.ComparedWithResolvedCommit), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(revisionMismatch(tc.served, tc.resolved)).To(Equal(tc.want))
+			var got []string
+			for _, m := range servedMismatches(server, tc.served) {
+				got = append(got, m.message)
+			}
+			NewWithT(t).Expect(got).To(Equal(tc.want))
 		})
+	}
+}
+
+func TestExpectedModelSHAIsWhatTEIRuns(t *testing.T) {
+	const commit = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+	server := &embedopsv1.EmbeddingServer{Spec: embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: "m", Revision: "v2"}}}
+	cases := []struct {
+		name     string
+		cache    *builder.Cache
+		want     string
+		wantFrom embedopsv1.ServedComparison
+	}{
+		{"no cache", nil, "v2", embedopsv1.ComparedWithSpecRevision},
+		{"no populator", &builder.Cache{Mode: embedopsv1.CacheModeShared, ResolvedCommit: commit}, "v2", embedopsv1.ComparedWithSpecRevision},
+		{"populator before a commit is recorded", &builder.Cache{Mode: embedopsv1.CacheModeShared, PopulatorImage: "p"}, "v2", embedopsv1.ComparedWithSpecRevision},
+		{"populated", &builder.Cache{Mode: embedopsv1.CacheModeShared, PopulatorImage: "p", ResolvedCommit: commit}, commit, embedopsv1.ComparedWithResolvedCommit},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, from := expectedModelSHA(server, tc.cache)
+			g.Expect(got).To(Equal(tc.want))
+			g.Expect(from).To(Equal(tc.wantFrom))
+		})
+	}
+}
+
+func TestAPIKeyArg(t *testing.T) {
+	cases := []struct {
+		args  []string
+		want  string
+		found bool
+	}{
+		{nil, "", false},
+		{[]string{"--api-key=k1"}, "k1", true},
+		{[]string{"--api-key", "k2"}, "k2", true},
+		{[]string{"--api-key=k1", "--api-key", "k2"}, "k2", true},
+		{[]string{"--api-key"}, "", false},
+		{[]string{"--api-keys=x"}, "", false},
+	}
+	for _, tc := range cases {
+		got, found := apiKeyArg(tc.args)
+		NewWithT(t).Expect([]any{got, found}).To(Equal([]any{tc.want, tc.found}), "%v", tc.args)
 	}
 }
 
 func TestEndpointClientAsksInfoThroughTheDialer(t *testing.T) {
 	g := NewWithT(t)
 	status := http.StatusOK
-	var host, path string
+	var host, path, auth string
 	standIn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, path = r.Host, r.URL.Path
+		host, path, auth = r.Host, r.URL.Path, r.Header.Get("Authorization")
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte(teiInfoBody))
 	}))
 	defer standIn.Close()
 	client := NewEndpointClient(dialTo(standIn.Listener.Addr().String()))
 
-	served, err := client.Info(t.Context(), "http://tei.models.svc:8080/info")
+	served, err := client.Info(t.Context(), "http://tei.models.svc:8080/info", "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(served.ModelID).To(Equal("BAAI/bge-small-en-v1.5"))
 	g.Expect(host).To(Equal("tei.models.svc:8080"))
 	g.Expect(path).To(Equal("/info"))
+	g.Expect(auth).To(BeEmpty())
+
+	_, err = client.Info(t.Context(), "http://tei.models.svc:8080/info", "s3cret")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(auth).To(Equal("Bearer s3cret"))
 
 	status = http.StatusServiceUnavailable
-	_, err = client.Info(t.Context(), "http://tei.models.svc:8080/info")
+	_, err = client.Info(t.Context(), "http://tei.models.svc:8080/info", "")
 	g.Expect(err).To(MatchError(ContainSubstring("503")))
+
+	status = http.StatusUnauthorized
+	_, err = client.Info(t.Context(), "http://tei.models.svc:8080/info", "")
+	g.Expect(err).To(MatchError(ContainSubstring("TEI wants an API key")))
+	_, err = client.Info(t.Context(), "http://tei.models.svc:8080/info", "s3cret")
+	g.Expect(err).To(MatchError(ContainSubstring("TEI refused the server's API key")))
+	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 }
 
 // dialTo is a DialFunc that reaches address whatever was asked for.

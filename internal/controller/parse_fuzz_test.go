@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,7 +83,7 @@ func FuzzPopulateOutcome(f *testing.F) {
 		}
 		if outcome.done {
 			var want populateMessage
-			if err := json.Unmarshal([]byte(message), &want); err != nil || outcome.result != want {
+			if err := json.Unmarshal([]byte(message), &want); err != nil || !reflect.DeepEqual(outcome.result, want) {
 				t.Fatalf("%q is done with %+v, want %+v (%v)", message, outcome.result, want, err)
 			}
 		}

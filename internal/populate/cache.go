@@ -22,6 +22,10 @@ var (
 	commitPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 	// blobPattern is a blob name: a git blob id or an LFS sha256.
 	blobPattern = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
+	// sha256Pattern is an LFS file's sha256.
+	sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	// gitBlobPattern is a git blob id.
+	gitBlobPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 )
 
 // cacheRepo is one model's directory in the cache.
@@ -40,11 +44,14 @@ type fileRecord struct {
 
 // manifest marks a snapshot complete and records what it holds.
 type manifest struct {
-	Version       int          `json:"version"`
-	Model         string       `json:"model"`
-	Commit        string       `json:"commit"`
-	ContentDigest string       `json:"contentDigest"`
-	Files         []fileRecord `json:"files"`
+	Version   int    `json:"version"`
+	Model     string `json:"model"`
+	Commit    string `json:"commit"`
+	Selection string `json:"selection,omitempty"`
+	// RepositoryBytes is the size of every file of the commit, 0 if unknown.
+	RepositoryBytes int64        `json:"repositoryBytes,omitempty"`
+	ContentDigest   string       `json:"contentDigest"`
+	Files           []fileRecord `json:"files"`
 }
 
 // validModel checks a hub model id, which names a cache folder.

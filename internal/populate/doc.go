@@ -17,12 +17,31 @@
 // files, "lfs": {"sha256", "size"}. Files are then fetched by commit, so a
 // branch that moves during a download cannot mix two commits.
 //
-// Assumption: the listing is the source of truth for names, sizes and
-// digests. ETag and X-Linked-Etag headers are not consulted, because after
-// the hub's redirect to its CDN the final response's headers describe the CDN
-// object, not the file. The listing's values equal the ETags the hub announces
-// (the sha256 for LFS files, the git blob id otherwise), which are what other
-// HuggingFace clients name blobs by, so they share the blobs written here.
+// The listing is the source of truth for names, sizes and digests when it
+// carries them. Hub mirrors and some proxies list names only: then each file
+// is first asked for with a HEAD request that follows relative redirects
+// only, as huggingface_hub's get_hf_file_metadata does, so the headers are
+// the hub's and not its CDN's. X-Linked-Etag (an LFS file's sha256) with
+// X-Linked-Size, or else ETag (a git blob id) with Content-Length, gives
+// the blob and what the content must match; a file with neither is refused
+// (ErrInvalid), since nothing could verify it. The listing's values and
+// these headers name blobs as other HuggingFace clients do, so they share
+// the blobs written here.
+//
+// # What is downloaded
+//
+// Only the files TEI reads (Options.Image; every file without an image).
+// TEI's router reads config.json, tokenizer.json, 1_Pooling/config.json, the
+// first Sentence Transformers configuration of ST_CONFIG_NAMES and
+// config_sentence_transformers.json (TEI router/src/lib.rs,
+// core/src/download.rs). Its backends (backends/src/lib.rs) add their
+// weights, tried in order until one starts: ORT the listed "model.onnx*"
+// and "onnx/model.onnx*" files and tokenizer_config.json; candle and python
+// model.safetensors, else the index and the shards it names, else
+// pytorch_model.bin; candle also modules.json and the Dense modules it
+// names. BackendsOf says which backends an image tag runs. A model without
+// config.json, tokenizer.json or weights the backends load is refused with
+// ErrNoWeights before anything but the files naming others is downloaded.
 //
 // # Verification
 //
@@ -44,6 +63,7 @@
 //	models--org--name/blobs/<blob>.incomplete        a download in progress, resumed on the next run
 //	models--org--name/snapshots/<commit>/<file>      relative symlink to ../../blobs/<blob> (one more ../ per subfolder)
 //	models--org--name/refs/<revision>                the commit, also for a commit revision (TEI's hf-hub reads it)
+//	models--org--name/refs/<commit>                  the commit itself, so TEI started on --revision=<commit> finds the snapshot
 //	models--org--name/.embedops/<commit>.json        manifest: names, blobs, sizes, sha256s and the content digest
 //	.locks/models--org--name/<blob>.lock             advisory lock held while a blob is written
 //

@@ -31,7 +31,9 @@ type remoteFile struct {
 }
 
 // planFiles checks the hub's listing: names that stay inside the snapshot,
-// blob names, and sizes.
+// each listed once, and the blob names and sizes of files listed with blob
+// metadata. A file listed without it (hub mirrors list names only) has no
+// blob yet: its download headers give it (see hub.metadata).
 func planFiles(siblings []sibling) ([]remoteFile, error) {
 	files := make([]remoteFile, 0, len(siblings))
 	seen := make(map[string]bool, len(siblings))
@@ -52,7 +54,8 @@ func planFiles(siblings []sibling) ([]remoteFile, error) {
 			f.blob = strings.ToLower(s.BlobID)
 			f.want = expectation{size: *s.Size, gitBlob: f.blob}
 		default:
-			return nil, fmt.Errorf("%w listing: file %q has neither lfs.sha256 nor blobId and size", ErrInvalid, s.RFilename)
+			files = append(files, f)
+			continue
 		}
 		if !blobPattern.MatchString(f.blob) || f.want.size < 0 {
 			return nil, fmt.Errorf("%w listing: file %q has blob %q of size %d", ErrInvalid, s.RFilename, f.blob, f.want.size)
@@ -62,9 +65,14 @@ func planFiles(siblings []sibling) ([]remoteFile, error) {
 	return files, nil
 }
 
-func totalSize(files []remoteFile) int64 {
+// listedSize is the total size of the listed files, or 0 when a file was
+// listed without its size.
+func listedSize(files []remoteFile) int64 {
 	var total int64
 	for _, f := range files {
+		if f.blob == "" {
+			return 0
+		}
 		total += f.want.size
 	}
 	return total

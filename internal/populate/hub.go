@@ -139,6 +139,12 @@ func answerError(resp *http.Response) error {
 	err := &statusError{status: resp.StatusCode, code: resp.Header.Get("X-Error-Code"), message: hubMessage(body)}
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
+		if seconds, ok := oversizedRetryAfter(resp.Header.Get("Retry-After")); ok {
+			// Waiting hours in an init container helps no one: say so.
+			err.message = strings.TrimSpace(fmt.Sprintf("%s (the hub asks to retry after %ds, longer than the %s populate waits: try again later)",
+				err.message, seconds, maxRetryAfter))
+			return err
+		}
 		return &transientError{err: err, after: parseRetryAfter(resp.Header.Get("Retry-After"))}
 	default:
 		return err
@@ -171,6 +177,13 @@ func parseRetryAfter(value string) time.Duration {
 		return 0
 	}
 	return min(time.Duration(seconds)*time.Second, maxRetryAfter)
+}
+
+// oversizedRetryAfter returns a Retry-After given in seconds that exceeds
+// maxRetryAfter.
+func oversizedRetryAfter(value string) (int64, bool) {
+	seconds, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	return seconds, err == nil && seconds > int64(maxRetryAfter/time.Second)
 }
 
 // explain turns a refusal or a 404 into an error that says what to fix, and

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -57,6 +58,9 @@ type Options struct {
 	// IdleTimeout ends a download that receives nothing for that long, so it
 	// is retried; DefaultIdleTimeout if zero.
 	IdleTimeout time.Duration
+	// Image is the TEI image that reads the cache: only the files it reads
+	// are downloaded (see BackendsOf). Empty means every file of the commit.
+	Image string
 	// Log receives progress; discarded if nil.
 	Log *slog.Logger
 }
@@ -71,6 +75,12 @@ type Result struct {
 	Files int `json:"files"`
 	// Bytes is the total size of the snapshot's files.
 	Bytes int64 `json:"bytes"`
+	// Names are the snapshot's files, sorted; dropped where a termination
+	// message has no room for them.
+	Names []string `json:"names,omitempty"`
+	// RepositoryBytes is the total size of every file of the commit, 0 when
+	// the hub listed files without their sizes.
+	RepositoryBytes int64 `json:"repositoryBytes,omitempty"`
 }
 
 // contentDigestPattern is the form ContentDigest returns.
@@ -92,6 +102,29 @@ type populator struct {
 	idle            time.Duration
 	log             *slog.Logger
 	downloaded      int64
+	// backends and selection say which files are cached: selection names
+	// them in the manifest ("all", or "tei:" and the backends).
+	backends  []Backend
+	selection string
+}
+
+// selectAll is the selection of a run without an image.
+const selectAll = "all"
+
+// selectionOf names the files a run caches for image.
+func selectionOf(image string) ([]Backend, string) {
+	if image == "" {
+		return nil, selectAll
+	}
+	backends, ok := BackendsOf(image)
+	if !ok {
+		return nil, "tei:any"
+	}
+	names := make([]string, 0, len(backends))
+	for _, b := range backends {
+		names = append(names, string(b))
+	}
+	return backends, "tei:" + strings.Join(names, ",")
 }
 
 // Run makes the cache directory hold a verified snapshot of the model at the
@@ -158,10 +191,13 @@ func newPopulator(opts Options) (*populator, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	backends, selection := selectionOf(opts.Image)
 	return &populator{
-		model:    opts.Model,
-		revision: opts.Revision,
-		cache:    newCacheRepo(opts.Dir, opts.Model),
+		backends:  backends,
+		selection: selection,
+		model:     opts.Model,
+		revision:  opts.Revision,
+		cache:     newCacheRepo(opts.Dir, opts.Model),
 		hub: hub{
 			endpoint: endpoint,
 			token:    opts.Token,
@@ -194,42 +230,66 @@ func defaultClient() *http.Client {
 	return &http.Client{Transport: transport}
 }
 
-// download brings every file of the resolved commit into the cache, then
-// records the revision and the manifest that marks the snapshot complete.
+// download brings the files TEI reads of the resolved commit into the
+// cache, then records the revision, the commit, and the manifest that marks
+// the snapshot complete.
 func (p *populator) download(ctx context.Context, info *revisionInfo) (*Result, error) {
 	commit := info.SHA
 	if !isCommit(commit) {
 		return nil, fmt.Errorf("%w answer: the hub resolved %q to %q, not a commit id", ErrInvalid, p.revision, commit)
 	}
-	files, err := planFiles(info.Siblings)
+	listing, err := planFiles(info.Siblings)
 	if err != nil {
 		return nil, fmt.Errorf("model %q at %s: %w", p.model, commit, err)
 	}
-	p.log.Info("resolved revision", "model", p.model, "revision", p.revision, "commit", commit, "files", len(files), "bytes", totalSize(files))
-	records := make([]fileRecord, 0, len(files))
-	for _, f := range files {
-		record, err := p.ensureBlob(ctx, commit, f)
+	snap := newSnapshot(p, commit, listing)
+	names, err := p.wanted(listing, func(name string) ([]byte, error) { return snap.read(ctx, name) })
+	if err != nil {
+		return nil, fmt.Errorf("model %q at %s: %w", p.model, commit, err)
+	}
+	p.log.Info("resolved revision", "model", p.model, "revision", p.revision, "commit", commit,
+		"files", len(names), "listedFiles", len(listing), "listedBytes", listedSize(listing), "selection", p.selection)
+	records := make([]fileRecord, 0, len(names))
+	for _, name := range names {
+		record, err := snap.ensure(ctx, name)
 		if err != nil {
-			return nil, err
-		}
-		if err := p.cache.link(commit, record); err != nil {
 			return nil, err
 		}
 		records = append(records, record)
 	}
-	// TEI's hf-hub crate reads refs/<revision> even when the revision is a
-	// commit, and downloads everything again without it: write it always.
-	if err := p.cache.writeRef(p.revision, commit); err != nil {
-		return nil, err
+	// TEI's hf-hub looks a file up through refs/<revision> only (hf-hub
+	// src/lib.rs, CacheRepo::get), also when the revision is a commit: write
+	// the ref of the revision asked for and of the commit it resolved to, so
+	// TEI finds the snapshot started on either.
+	for _, ref := range []string{p.revision, commit} {
+		if err := p.cache.writeRef(ref, commit); err != nil {
+			return nil, err
+		}
 	}
-	m := manifest{Version: manifestVersion, Model: p.model, Commit: commit, ContentDigest: digestOf(records), Files: records}
+	m := manifest{
+		Version: manifestVersion, Model: p.model, Commit: commit, Selection: p.selection,
+		RepositoryBytes: listedSize(listing), ContentDigest: digestOf(records), Files: records,
+	}
 	if err := p.cache.writeManifest(m); err != nil {
 		return nil, err
 	}
-	result := resultOf(commit, records)
+	result := resultOf(m)
 	p.log.Info("populated the cache", "model", p.model, "commit", commit, "contentDigest", result.ContentDigest,
-		"files", result.Files, "bytes", result.Bytes, "downloadedBytes", p.downloaded)
+		"files", result.Files, "bytes", result.Bytes, "repositoryBytes", result.RepositoryBytes, "downloadedBytes", p.downloaded)
 	return result, nil
+}
+
+// wanted names the listed files to cache: every one without an image, else
+// those TEI reads with the image's backends.
+func (p *populator) wanted(listing []remoteFile, read reader) ([]string, error) {
+	names := make([]string, 0, len(listing))
+	for _, f := range listing {
+		names = append(names, f.name)
+	}
+	if p.selection == selectAll {
+		return names, nil
+	}
+	return teiReads(names, p.backends, read)
 }
 
 // offline answers from the cache when the hub cannot be reached.
@@ -264,6 +324,10 @@ func (p *populator) fromCache(ctx context.Context, commit string) (*Result, erro
 	if !ok {
 		return nil, fmt.Errorf("commit %s: %w", commit, errNoSnapshot)
 	}
+	// A manifest without a selection is of a run that cached every file.
+	if m.Selection != "" && m.Selection != p.selection {
+		return nil, fmt.Errorf("commit %s holds the files of %s, not of %s: %w", commit, m.Selection, p.selection, errNoSnapshot)
+	}
 	for _, f := range m.Files {
 		link := p.cache.snapshotPath(commit, f.Name)
 		if target, err := os.Readlink(link); err != nil || target != linkTarget(f.Name, f.Blob) {
@@ -276,13 +340,16 @@ func (p *populator) fromCache(ctx context.Context, commit string) (*Result, erro
 	if digest := digestOf(m.Files); digest != m.ContentDigest {
 		return nil, fmt.Errorf("%w: %s records content digest %s, its files give %s", ErrCorrupt, p.cache.manifestPath(commit), m.ContentDigest, digest)
 	}
-	return resultOf(commit, m.Files), nil
+	return resultOf(*m), nil
 }
 
-func resultOf(commit string, records []fileRecord) *Result {
-	result := &Result{ResolvedCommit: commit, ContentDigest: digestOf(records), Files: len(records)}
-	for _, r := range records {
+// resultOf is what a complete snapshot holds.
+func resultOf(m manifest) *Result {
+	result := &Result{ResolvedCommit: m.Commit, ContentDigest: digestOf(m.Files), Files: len(m.Files), RepositoryBytes: m.RepositoryBytes}
+	for _, r := range m.Files {
 		result.Bytes += r.Size
+		result.Names = append(result.Names, r.Name)
 	}
+	slices.Sort(result.Names)
 	return result
 }

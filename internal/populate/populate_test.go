@@ -17,10 +17,9 @@ func TestRunWritesTheCacheLayout(t *testing.T) {
 	cases := []struct {
 		name     string
 		revision func(commit string) string
-		wantRef  bool
 	}{
-		{"branch resolves to its commit", func(string) string { return "main" }, true},
-		{"commit is used as is", func(commit string) string { return commit }, false},
+		{"branch resolves to its commit", func(string) string { return "main" }},
+		{"commit is used as is", func(commit string) string { return commit }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,21 +34,31 @@ func TestRunWritesTheCacheLayout(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			files := modelFiles()
 			var size int64
+			var names []string
 			for _, f := range files {
 				size += int64(len(f.Data))
+				names = append(names, f.Name)
 			}
+			slices.Sort(names)
 			g.Expect(*result).To(Equal(populate.Result{
 				ResolvedCommit: commit, ContentDigest: digestOf(files), Files: len(files), Bytes: size,
+				Names: names, RepositoryBytes: size,
 			}))
 			expectCached(g, dir, commit, files)
 			g.Expect(os.Readlink(filepath.Join(repoDir(dir), "snapshots", commit, "1_Pooling", "config.json"))).
 				To(HavePrefix("../../../blobs/"), "a file in a subfolder links one level further up")
-			refs, _ := os.ReadDir(filepath.Join(repoDir(dir), "refs"))
-			g.Expect(refs).To(HaveLen(1), "one ref, also for a commit: TEI's hf-hub reads refs/<commit>")
-			g.Expect(os.ReadFile(filepath.Join(repoDir(dir), "refs", refs[0].Name()))).To(Equal([]byte(commit)))
-			if tc.wantRef {
-				g.Expect(refs[0].Name()).To(Equal("main"))
+			// TEI's hf-hub reads refs/<revision> for a commit too.
+			wantRefs := []string{commit}
+			if opts.Revision != commit {
+				wantRefs = append(wantRefs, opts.Revision)
 			}
+			entries, _ := os.ReadDir(filepath.Join(repoDir(dir), "refs"))
+			var refs []string
+			for _, e := range entries {
+				refs = append(refs, e.Name())
+				g.Expect(os.ReadFile(filepath.Join(repoDir(dir), "refs", e.Name()))).To(Equal([]byte(commit)))
+			}
+			g.Expect(refs).To(ConsistOf(wantRefs))
 			g.Expect(requestsTo(hub, "/revision/")[0].Query).To(Equal("blobs=true"))
 		})
 	}

@@ -20,6 +20,7 @@ import (
 var simulatedRealized = &embedopsv1.RealizedCache{
 	ResolvedCommit: harness.SimulatedPopulateCommit,
 	ContentDigest:  harness.SimulatedPopulateDigest,
+	Bytes:          new(int64(1)),
 }
 
 func TestPerReplicaPodsPopulateTheirCache(t *testing.T) {

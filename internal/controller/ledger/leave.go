@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
@@ -36,16 +35,11 @@ func (l *Ledger) Leave(ctx context.Context, server *embedopsv1.EmbeddingServer, 
 	return nil
 }
 
-// RecordRealized fills the binding's unset realized fields with found, with
-// the resourceVersion it was read at; the fields are immutable once set. It
-// returns the commit the binding records.
+// RecordRealized fills the binding's unset realized fields from found
+// (decision.MergeRealized), with the resourceVersion it was read at; the
+// fields are immutable once set. It returns the commit the binding records.
 func (l *Ledger) RecordRealized(ctx context.Context, binding *embedopsv1.ModelCacheBinding, found *embedopsv1.RealizedCache) (string, error) {
-	realized := binding.Status.Realized.DeepCopy()
-	if realized == nil {
-		realized = &embedopsv1.RealizedCache{}
-	}
-	realized.ResolvedCommit = cmp.Or(realized.ResolvedCommit, found.ResolvedCommit)
-	realized.ContentDigest = cmp.Or(realized.ContentDigest, found.ContentDigest)
+	realized := decision.MergeRealized(binding.Status.Realized, found)
 	binding.Status.Realized = realized
 	if err := l.updateStatus(ctx, binding); err != nil {
 		return "", fmt.Errorf("recording the realized cache: %w", err)

@@ -1,22 +1,30 @@
 // Package hubtest serves a stand-in for the HuggingFace hub on loopback, for
-// tests of package populate and of the commands that use it. It answers like
-// the public hub:
+// tests of package populate and of the commands that use it. The hub's server
+// is not open source; each rule follows what the clients TEI and embedops
+// follow read from it (hf-hub src/api/tokio.rs, huggingface_hub
+// src/huggingface_hub/file_download.py and hf_api.py):
 //
 //   - GET /api/models/{org}/{name}/revision/{rev}[?blobs=true] lists a
 //     commit's files ("sha", "siblings"); with blobs=true each sibling carries
-//     "size" and "blobId", and LFS files "lfs": {"sha256", "size", "pointerSize"}.
+//     "size" and "blobId", and LFS files "lfs": {"sha256", "size", "pointerSize"}
+//     (huggingface_hub hf_api.py, RepoSibling and BlobLfsInfo). A mirror
+//     (ListNamesOnly) lists "rfilename" only, as hf-hub's RepoInfo reads it.
 //   - GET /api/models/{org}/{name} answers whether a model exists.
-//   - GET /{org}/{name}/resolve/{rev}/{file} serves a file: regular files
-//     directly with their git blob id as ETag, LFS files by a 302 redirect to
-//     a CDN path, with X-Linked-Etag and X-Linked-Size. Range requests are
-//     honoured.
+//   - GET and HEAD /{org}/{name}/resolve/{rev}/{file} serve a file: regular
+//     files directly with their git blob id as ETag, LFS files by a 302
+//     redirect to a CDN path, with X-Linked-Etag (the sha256) and
+//     X-Linked-Size; both carry X-Repo-Commit (hf-hub ApiRepo::metadata and
+//     huggingface_hub get_hf_file_metadata read these headers). Range
+//     requests are honoured, "bytes=0-0" included (hf-hub's metadata probe).
 //   - Errors carry X-Error-Code (RepoNotFound, RevisionNotFound,
-//     EntryNotFound, GatedRepo) and a JSON {"error": ...} body. An unknown
+//     EntryNotFound, GatedRepo) and a JSON {"error": ...} body
+//     (huggingface_hub utils/_http.py, hf_raise_for_status). An unknown
 //     model is a 401 to an anonymous request and a 404 to one with a token, as
 //     on the public hub, which hides whether private models exist.
 //
 // Only "org/name" model ids are served. Faults (failures, corrupted or cut-off
-// bodies) are injected per path prefix or per file name.
+// bodies, stripped ETags, raw listings) are injected per path prefix or per
+// file name.
 package hubtest
 
 import (
@@ -63,12 +71,17 @@ type Hub struct {
 	URL string
 
 	server *httptest.Server
+	cdnURL string
 
 	mu             sync.Mutex
 	models         map[string]*model
 	blobs          map[string][]byte // LFS content by sha256, for the CDN path
 	token          string
 	omitErrorCodes bool
+	namesOnly      bool
+	stripETags     bool
+	retryAfter     string
+	listings       map[string][]map[string]any
 	requests       []Request
 	failures       []failure
 	corrupt        map[string]bool
@@ -96,9 +109,12 @@ func New(t testing.TB) *Hub {
 		blobs:    map[string][]byte{},
 		corrupt:  map[string]bool{},
 		truncate: map[string]int{},
+		listings: map[string][]map[string]any{},
 	}
 	h.server = httptest.NewServer(h)
 	h.URL = h.server.URL
+	// The same server under another host name plays the CDN.
+	h.cdnURL = strings.Replace(h.URL, "127.0.0.1", "localhost", 1)
 	t.Cleanup(h.server.Close)
 	return h
 }
@@ -149,6 +165,37 @@ func (h *Hub) OmitErrorCodes() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.omitErrorCodes = true
+}
+
+// ListNamesOnly makes the hub list files by name only, without size,
+// blobId or lfs, as hub mirrors and some proxies do.
+func (h *Hub) ListNamesOnly() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.namesOnly = true
+}
+
+// StripETags makes the hub send files without ETag and X-Linked-Etag, as a
+// proxy that drops them does.
+func (h *Hub) StripETags() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stripETags = true
+}
+
+// RetryAfter sets the Retry-After header of injected failures.
+func (h *Hub) RetryAfter(value string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.retryAfter = value
+}
+
+// SetListing makes the hub list siblings, as given, for a commit of a
+// model instead of its files: a malformed listing for tests.
+func (h *Hub) SetListing(modelID, commit string, siblings []map[string]any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listings[modelID+"@"+commit] = siblings
 }
 
 // FailNext answers the next times requests whose path starts with prefix
@@ -203,7 +250,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	segments, err := unescapedSegments(r.URL.EscapedPath())
 	switch {
-	case err != nil || r.Method != http.MethodGet:
+	case err != nil || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 		h.fail(w, http.StatusBadRequest, "", "bad request")
 	case len(segments) >= 4 && segments[0] == "api" && segments[1] == "models":
 		h.serveAPI(w, r, segments[2]+"/"+segments[3], segments[4:])
@@ -228,7 +275,7 @@ func (h *Hub) record(r *http.Request) {
 // injectedFailure answers with a failure queued by FailNext, if one matches.
 func (h *Hub) injectedFailure(w http.ResponseWriter, r *http.Request) bool {
 	h.mu.Lock()
-	status := 0
+	status, retryAfter := 0, h.retryAfter
 	for i := range h.failures {
 		if f := &h.failures[i]; f.times > 0 && strings.HasPrefix(r.URL.Path, f.prefix) {
 			f.times--
@@ -239,6 +286,9 @@ func (h *Hub) injectedFailure(w http.ResponseWriter, r *http.Request) bool {
 	h.mu.Unlock()
 	if status == 0 {
 		return false
+	}
+	if retryAfter != "" {
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	h.fail(w, status, "", "injected failure")
 	return true
@@ -259,10 +309,15 @@ func (h *Hub) serveAPI(w http.ResponseWriter, r *http.Request, modelID string, r
 			h.fail(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rest[1])
 			return
 		}
-		blobs := r.URL.Query().Get("blobs") == "true"
-		siblings := make([]map[string]any, 0, len(m.commits[commit]))
-		for _, f := range m.commits[commit] {
-			siblings = append(siblings, sibling(f, blobs))
+		h.mu.Lock()
+		blobs := r.URL.Query().Get("blobs") == "true" && !h.namesOnly
+		siblings, raw := h.listings[modelID+"@"+commit]
+		h.mu.Unlock()
+		if !raw {
+			siblings = make([]map[string]any, 0, len(m.commits[commit]))
+			for _, f := range m.commits[commit] {
+				siblings = append(siblings, sibling(f, blobs))
+			}
 		}
 		writeJSON(w, map[string]any{"id": modelID, "modelId": modelID, "sha": commit, "private": false, "siblings": siblings})
 	default:
@@ -301,15 +356,25 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, modelID, revi
 		if f.Name != name {
 			continue
 		}
+		h.mu.Lock()
+		strip := h.stripETags
+		h.mu.Unlock()
 		w.Header().Set("X-Repo-Commit", commit)
 		if f.LFS {
 			sum := SHA256(f.Data)
-			w.Header().Set("X-Linked-Etag", strconv.Quote(sum))
+			if !strip {
+				w.Header().Set("X-Linked-Etag", strconv.Quote(sum))
+			}
 			w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Data)))
-			http.Redirect(w, r, "/cdn-lfs/"+sum+"/"+escapePath(name), http.StatusFound)
+			// The hub sends LFS files from a CDN on another host, by an
+			// absolute URL: clients that follow relative redirects only
+			// (huggingface_hub _httpx_follow_relative_redirects) stop here.
+			http.Redirect(w, r, h.cdnURL+"/cdn-lfs/"+sum+"/"+escapePath(name), http.StatusFound)
 			return
 		}
-		w.Header().Set("ETag", strconv.Quote(BlobID(f.Data)))
+		if !strip {
+			w.Header().Set("ETag", strconv.Quote(BlobID(f.Data)))
+		}
 		h.serveContent(w, r, name, f.Data)
 		return
 	}
@@ -334,7 +399,8 @@ func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, name string, 
 	h.mu.Lock()
 	corrupt := h.corrupt[name]
 	cut, cutting := h.truncate[name]
-	if cutting && r.Header.Get("Range") == "" {
+	cutting = cutting && r.Method == http.MethodGet && r.Header.Get("Range") == ""
+	if cutting {
 		delete(h.truncate, name)
 	}
 	h.mu.Unlock()
@@ -343,7 +409,7 @@ func (h *Hub) serveContent(w http.ResponseWriter, r *http.Request, name string, 
 		data[len(data)/2] ^= 0xff
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	if cutting && r.Header.Get("Range") == "" {
+	if cutting {
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(data[:cut])

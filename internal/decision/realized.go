@@ -1,0 +1,30 @@
+package decision
+
+import (
+	"cmp"
+	"slices"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// MergeRealized fills the unset fields of recorded (nil: none) from found;
+// a set field is immutable and kept.
+func MergeRealized(recorded, found *embedopsv1.RealizedCache) *embedopsv1.RealizedCache {
+	merged := recorded.DeepCopy()
+	if merged == nil {
+		merged = &embedopsv1.RealizedCache{}
+	}
+	merged.ResolvedCommit = cmp.Or(merged.ResolvedCommit, found.ResolvedCommit)
+	merged.ContentDigest = cmp.Or(merged.ContentDigest, found.ContentDigest)
+	// Files and bytes describe one snapshot: taken only from the result of
+	// the recorded commit and digest.
+	if found.ResolvedCommit == merged.ResolvedCommit && found.ContentDigest == merged.ContentDigest {
+		if merged.Files == nil {
+			merged.Files = slices.Clone(found.Files)
+		}
+		if merged.Bytes == nil && found.Bytes != nil {
+			merged.Bytes = new(*found.Bytes)
+		}
+	}
+	return merged
+}

@@ -3,9 +3,11 @@ package v1alpha1
 import (
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // EmbeddingServerKind is the kind of EmbeddingServer objects.
@@ -77,7 +79,10 @@ type EmbeddingServerSpec struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// Replicas is the number of TEI pods; 0 scales the server to zero.
+	// Replicas is the number of TEI pods; 0 scales the server to zero. It is
+	// the scale subresource's spec.replicas, so kubectl scale and a
+	// HorizontalPodAutoscaler change it. A manifest that leaves it out lets
+	// them do so without a GitOps tool setting it back on its next apply.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
@@ -106,6 +111,21 @@ type EmbeddingServerSpec struct {
 	// +optional
 	PodTemplate *apiextensionsv1.JSON `json:"podTemplate,omitempty"`
 
+	// DisruptionBudget overrides the PodDisruptionBudget "<name>" that
+	// limits voluntary disruptions (a node drain) while the server runs two
+	// replicas or more; without it the budget is maxUnavailable: 1. Below two
+	// replicas no budget exists, so a drain is never blocked.
+	// +optional
+	DisruptionBudget *DisruptionBudgetSpec `json:"disruptionBudget,omitempty"`
+
+	// NetworkPolicy, when present, adds a NetworkPolicy "<name>" that admits
+	// ingress to the server's pods on the HTTP port and TEI's metrics port
+	// from the listed peers only. Egress is not restricted, so the pods can
+	// still download models. It takes effect only where the cluster's
+	// network plugin enforces NetworkPolicies.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// ServiceAccountName is the ServiceAccount the pods run as.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
@@ -115,6 +135,47 @@ type EmbeddingServerSpec struct {
 	// Suspend stops reconciliation; running children are left as they are.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+}
+
+// DisruptionBudgetSpec sets one of the PodDisruptionBudget's limits. Each is
+// a non-negative number of pods or a percentage from 0% to 100%, as the API
+// server requires of a PodDisruptionBudget (kubernetes
+// pkg/apis/policy/validation/validation.go, ValidatePodDisruptionBudgetSpec).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.maxUnavailable) != has(self.minAvailable)",message="disruptionBudget must set exactly one of maxUnavailable and minAvailable"
+type DisruptionBudgetSpec struct {
+	// MaxUnavailable is how many pods a disruption may take down at once.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="maxUnavailable must be a non-negative integer or a percentage from 0% to 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// MinAvailable is how many pods must stay available during a
+	// disruption.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="minAvailable must be a non-negative integer or a percentage from 0% to 100%"
+	// +optional
+	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
+}
+
+// NetworkPolicySpec lists who may reach a server's pods.
+type NetworkPolicySpec struct {
+	// From are the peers admitted, at most 32, each as in a NetworkPolicy
+	// ingress rule: a podSelector and/or a namespaceSelector, or an ipBlock
+	// alone. An empty list admits the pods of the server's namespace only.
+	// Peers the API server would refuse in a NetworkPolicy are refused here
+	// (kubernetes pkg/apis/networking/validation/validation.go,
+	// ValidateNetworkPolicyPeer and ValidateIPBlock; label selectors as
+	// apimachinery's ValidateLabelSelector).
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(p, has(p.podSelector) || has(p.namespaceSelector) || has(p.ipBlock))",message="networkPolicy.from: each peer must set podSelector, namespaceSelector or ipBlock"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || (!has(p.podSelector) && !has(p.namespaceSelector)))",message="networkPolicy.from: a peer may not set ipBlock together with podSelector or namespaceSelector"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || isCIDR(p.ipBlock.cidr))",message="networkPolicy.from: ipBlock.cidr must be a CIDR such as 10.0.0.0/16 or 2001:db8::/64"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || !isCIDR(p.ipBlock.cidr) || !has(p.ipBlock.except) || p.ipBlock.except.all(e, isCIDR(e) && cidr(p.ipBlock.cidr).containsCIDR(e) && cidr(e).prefixLength() > cidr(p.ipBlock.cidr).prefixLength()))",message="networkPolicy.from: each ipBlock.except must be a CIDR strictly inside ipBlock.cidr"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, (!has(p.podSelector) || ((!has(p.podSelector.matchExpressions) || p.podSelector.matchExpressions.all(e, (e.operator in ['In', 'NotIn'] && has(e.values) && e.values.size() > 0) || (e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || e.values.size() == 0)))) && (!has(p.podSelector.matchLabels) || p.podSelector.matchLabels.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && p.podSelector.matchLabels[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$'))))))",message="networkPolicy.from: podSelector.matchExpressions operators must be In or NotIn with values, or Exists or DoesNotExist without; matchLabels keys and values must be valid label keys and values"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, (!has(p.namespaceSelector) || ((!has(p.namespaceSelector.matchExpressions) || p.namespaceSelector.matchExpressions.all(e, (e.operator in ['In', 'NotIn'] && has(e.values) && e.values.size() > 0) || (e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || e.values.size() == 0)))) && (!has(p.namespaceSelector.matchLabels) || p.namespaceSelector.matchLabels.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && p.namespaceSelector.matchLabels[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$'))))))",message="networkPolicy.from: namespaceSelector.matchExpressions operators must be In or NotIn with values, or Exists or DoesNotExist without; matchLabels keys and values must be valid label keys and values"
+	// +optional
+	From []networkingv1.NetworkPolicyPeer `json:"from,omitempty"`
 }
 
 // ModelSpec names a HuggingFace model.
@@ -249,6 +310,11 @@ type EmbeddingServerStatus struct {
 	// +optional
 	Served *ServedModel `json:"served,omitempty"`
 
+	// Selector is the label selector of the server's pods, the scale
+	// subresource's labelSelectorPath, which a HorizontalPodAutoscaler reads.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
 	// Inventory lists the children applied for this server.
 	// +optional
 	Inventory *ResourceInventory `json:"inventory,omitempty"`
@@ -321,6 +387,7 @@ type ResourceRef struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=es,categories=embedops
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model.name`

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,8 +31,8 @@ import (
 // binding releases cache claims.
 var persistentVolumeClaimKind = schema.GroupKind{Kind: "PersistentVolumeClaim"}
 
-// buildChildren builds the StatefulSet and Services with the binding's
-// cache. A spec the builder refuses stalls the server as
+// buildChildren builds the StatefulSet, Services, PodDisruptionBudget and
+// NetworkPolicy with the binding's cache, and sets status.selector. A spec the builder refuses stalls the server as
 // ConfigurationInvalid; nothing is applied and the running children are left
 // as they are.
 func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serverScope) (ctrl.Result, error) {
@@ -44,12 +45,33 @@ func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serv
 		return ctrl.Result{}, fmt.Errorf("building the StatefulSet: %w", err)
 	}
 	scope.service = builder.Service(server)
-	children, err := childObjects(server, statefulSet, scope.service, builder.HeadlessService(server))
+	children, err := childObjects(server, desiredChildren(server, statefulSet, scope.service)...)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	scope.children = children
+	server.Status.Selector = podSelector(server)
 	return ctrl.Result{}, nil
+}
+
+// desiredChildren are the StatefulSet, the Services and, when the spec asks
+// for them, the PodDisruptionBudget and the NetworkPolicy. A child that is
+// not desired any more is pruned by the inventory diff.
+func desiredChildren(server *embedopsv1.EmbeddingServer, statefulSet *appsv1.StatefulSet, service *corev1.Service) []client.Object {
+	children := []client.Object{statefulSet, service, builder.HeadlessService(server)}
+	if budget := builder.PodDisruptionBudget(server); budget != nil {
+		children = append(children, budget)
+	}
+	if policy := builder.NetworkPolicy(server); policy != nil {
+		children = append(children, policy)
+	}
+	return children
+}
+
+// podSelector is status.selector, the scale subresource's label selector:
+// the StatefulSet's pod selector as a string.
+func podSelector(server *embedopsv1.EmbeddingServer) string {
+	return labels.SelectorFromSet(builder.SelectorLabels(server)).String()
 }
 
 // refuseSpec marks the spec invalid and stalls the server.

@@ -124,7 +124,8 @@ func TestDefaultDeploymentIsHardened(t *testing.T) {
 	}
 
 	g.Expect(c.Args).To(ContainElement("--enable-leader-election"))
-	g.Expect(c.Args).To(ContainElement("--metrics-addr=:8080"))
+	g.Expect(c.Args).To(ContainElement("--metrics-addr=:8443"))
+	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--metrics-secure")), "metrics stay on the secure default")
 	g.Expect(c.Args).To(ContainElement("--health-addr=:9440"))
 	g.Expect(c.Args).To(ContainElement("--populator-image=" + c.Image))
 	flags := controllerFlags()
@@ -137,7 +138,7 @@ func TestDefaultDeploymentIsHardened(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	g.Expect(ports).To(HaveKeyWithValue("http-prom", int32(8080)))
+	g.Expect(ports).To(HaveKeyWithValue("https", int32(8443)))
 	for _, probe := range []struct {
 		probe *corev1.Probe
 		path  string
@@ -159,7 +160,9 @@ func TestDefaultDeploymentIsHardened(t *testing.T) {
 // Deployment's arguments are checked against the real flag names.
 func controllerFlags() *flag.FlagSet {
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
-	fs.String("metrics-addr", ":8080", "")
+	fs.String("metrics-addr", ":8443", "")
+	fs.Bool("metrics-secure", true, "")
+	fs.String("metrics-cert-dir", "", "")
 	fs.String("health-addr", ":9440", "")
 	fs.Int("concurrent", 4, "")
 	fs.Duration("progress-interval", 0, "")

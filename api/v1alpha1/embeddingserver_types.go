@@ -3,7 +3,6 @@ package v1alpha1
 import (
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,22 +159,89 @@ type DisruptionBudgetSpec struct {
 
 // NetworkPolicySpec lists who may reach a server's pods.
 type NetworkPolicySpec struct {
-	// From are the peers admitted, at most 32, each as in a NetworkPolicy
+	// From are the peers admitted, at most 16, each as in a NetworkPolicy
 	// ingress rule: a podSelector and/or a namespaceSelector, or an ipBlock
 	// alone. An empty list admits the pods of the server's namespace only.
-	// Peers the API server would refuse in a NetworkPolicy are refused here
-	// (kubernetes pkg/apis/networking/validation/validation.go,
-	// ValidateNetworkPolicyPeer and ValidateIPBlock; label selectors as
-	// apimachinery's ValidateLabelSelector).
-	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self.all(p, has(p.podSelector) || has(p.namespaceSelector) || has(p.ipBlock))",message="networkPolicy.from: each peer must set podSelector, namespaceSelector or ipBlock"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || (!has(p.podSelector) && !has(p.namespaceSelector)))",message="networkPolicy.from: a peer may not set ipBlock together with podSelector or namespaceSelector"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || isCIDR(p.ipBlock.cidr))",message="networkPolicy.from: ipBlock.cidr must be a CIDR such as 10.0.0.0/16 or 2001:db8::/64"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || !isCIDR(p.ipBlock.cidr) || !has(p.ipBlock.except) || p.ipBlock.except.all(e, isCIDR(e) && cidr(p.ipBlock.cidr).containsCIDR(e) && cidr(e).prefixLength() > cidr(p.ipBlock.cidr).prefixLength()))",message="networkPolicy.from: each ipBlock.except must be a CIDR strictly inside ipBlock.cidr"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, (!has(p.podSelector) || ((!has(p.podSelector.matchExpressions) || p.podSelector.matchExpressions.all(e, (e.operator in ['In', 'NotIn'] && has(e.values) && e.values.size() > 0) || (e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || e.values.size() == 0)))) && (!has(p.podSelector.matchLabels) || p.podSelector.matchLabels.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && p.podSelector.matchLabels[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$'))))))",message="networkPolicy.from: podSelector.matchExpressions operators must be In or NotIn with values, or Exists or DoesNotExist without; matchLabels keys and values must be valid label keys and values"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, (!has(p.namespaceSelector) || ((!has(p.namespaceSelector.matchExpressions) || p.namespaceSelector.matchExpressions.all(e, (e.operator in ['In', 'NotIn'] && has(e.values) && e.values.size() > 0) || (e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || e.values.size() == 0)))) && (!has(p.namespaceSelector.matchLabels) || p.namespaceSelector.matchLabels.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && p.namespaceSelector.matchLabels[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$'))))))",message="networkPolicy.from: namespaceSelector.matchExpressions operators must be In or NotIn with values, or Exists or DoesNotExist without; matchLabels keys and values must be valid label keys and values"
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
-	From []networkingv1.NetworkPolicyPeer `json:"from,omitempty"`
+	From []NetworkPolicyPeer `json:"from,omitempty"`
+}
+
+// NetworkPolicyPeer is a networking.k8s.io/v1 NetworkPolicyPeer, field for
+// field and in the same YAML, with the API server's checks as schema and CEL
+// rules (kubernetes pkg/apis/networking/validation/validation.go:
+// ValidateNetworkPolicyPeer, ValidateIPBlock; label selectors as
+// apimachinery's ValidateLabelSelector), so a peer the NetworkPolicy API
+// would refuse is refused at admission. It is a type of its own, not
+// networkingv1.NetworkPolicyPeer, because CEL rules over that type's
+// unbounded lists, maps and strings exceed the CRD's rule cost budget.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.podSelector) || has(self.namespaceSelector) || has(self.ipBlock)",message="networkPolicy.from: each peer must set podSelector, namespaceSelector or ipBlock"
+// +kubebuilder:validation:XValidation:rule="!has(self.ipBlock) || (!has(self.podSelector) && !has(self.namespaceSelector))",message="networkPolicy.from: a peer may not set ipBlock together with podSelector or namespaceSelector"
+type NetworkPolicyPeer struct {
+	// PodSelector selects pods, in the server's namespace or in the
+	// namespaces namespaceSelector selects; {} selects all.
+	// +optional
+	PodSelector *PeerSelector `json:"podSelector,omitempty"`
+	// NamespaceSelector selects namespaces; {} selects all.
+	// +optional
+	NamespaceSelector *PeerSelector `json:"namespaceSelector,omitempty"`
+	// IPBlock admits a range of addresses.
+	// +optional
+	IPBlock *IPBlock `json:"ipBlock,omitempty"`
+}
+
+// PeerSelector is a metav1.LabelSelector with at most 16 labels and 16
+// expressions.
+type PeerSelector struct {
+	// MatchLabels are label keys and values that must all match.
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="networkPolicy.from: matchLabels keys must be valid label keys"
+	// +optional
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
+	// MatchExpressions are label requirements that must all match.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	MatchExpressions []PeerSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// PeerSelectorRequirement is a metav1.LabelSelectorRequirement.
+//
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? (has(self.values) && self.values.size() > 0) : (!has(self.values) || self.values.size() == 0)",message="networkPolicy.from: matchExpressions with In or NotIn need values, with Exists or DoesNotExist none"
+type PeerSelectorRequirement struct {
+	// Key is the label key.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values are the label values In and NotIn compare with.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Values []LabelValue `json:"values,omitempty"`
+}
+
+// LabelValue is a label value: empty, or at most 63 alphanumerics, '-', '_'
+// and '.', starting and ending with an alphanumeric.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// IPBlock is a networking.k8s.io/v1 IPBlock: a CIDR and exceptions
+// strictly inside it.
+//
+// +kubebuilder:validation:XValidation:rule="!isCIDR(self.cidr) || !has(self.except) || self.except.all(e, isCIDR(e) && cidr(self.cidr).containsCIDR(e) && cidr(e).prefixLength() > cidr(self.cidr).prefixLength())",message="networkPolicy.from: each ipBlock.except must be a CIDR strictly inside ipBlock.cidr"
+type IPBlock struct {
+	// CIDR is the admitted range, e.g. 10.0.0.0/16 or 2001:db8::/64.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="networkPolicy.from: ipBlock.cidr must be a CIDR such as 10.0.0.0/16 or 2001:db8::/64"
+	CIDR string `json:"cidr"`
+	// Except are ranges inside CIDR that are not admitted.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	Except []string `json:"except,omitempty"`
 }
 
 // ModelSpec names a HuggingFace model.

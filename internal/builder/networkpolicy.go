@@ -1,6 +1,8 @@
 package builder
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,18 +37,53 @@ func NetworkPolicy(server *embedopsv1.EmbeddingServer) *networkingv1.NetworkPoli
 	}
 }
 
-// peers are the admitted peers: a copy of from, or every pod of the policy's
-// own namespace (an empty podSelector without a namespaceSelector) when from
-// is empty. An ingress rule with no peers would admit everyone.
-func peers(from []networkingv1.NetworkPolicyPeer) []networkingv1.NetworkPolicyPeer {
+// peers are the admitted peers: from as NetworkPolicyPeers, or every pod of
+// the policy's own namespace (an empty podSelector without a
+// namespaceSelector) when from is empty. An ingress rule with no peers would
+// admit everyone.
+func peers(from []embedopsv1.NetworkPolicyPeer) []networkingv1.NetworkPolicyPeer {
 	if len(from) == 0 {
 		return []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
 	}
-	copied := make([]networkingv1.NetworkPolicyPeer, len(from))
-	for i := range from {
-		from[i].DeepCopyInto(&copied[i])
+	converted := make([]networkingv1.NetworkPolicyPeer, 0, len(from))
+	for _, peer := range from {
+		out := networkingv1.NetworkPolicyPeer{
+			PodSelector:       labelSelector(peer.PodSelector),
+			NamespaceSelector: labelSelector(peer.NamespaceSelector),
+		}
+		if peer.IPBlock != nil {
+			out.IPBlock = &networkingv1.IPBlock{CIDR: peer.IPBlock.CIDR, Except: slices.Clone(peer.IPBlock.Except)}
+		}
+		converted = append(converted, out)
 	}
-	return copied
+	return converted
+}
+
+// labelSelector is a peer selector as a metav1.LabelSelector; nil stays nil.
+func labelSelector(in *embedopsv1.PeerSelector) *metav1.LabelSelector {
+	if in == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{}
+	if in.MatchLabels != nil {
+		out.MatchLabels = make(map[string]string, len(in.MatchLabels))
+		for key, value := range in.MatchLabels {
+			out.MatchLabels[key] = string(value)
+		}
+	}
+	for _, requirement := range in.MatchExpressions {
+		values := make([]string, 0, len(requirement.Values))
+		for _, value := range requirement.Values {
+			values = append(values, string(value))
+		}
+		if len(values) == 0 {
+			values = nil
+		}
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: requirement.Key, Operator: requirement.Operator, Values: values,
+		})
+	}
+	return out
 }
 
 // tcpPort is a numbered TCP port of an ingress rule.

@@ -14,7 +14,7 @@ import (
 	"github.com/embedops/embedops/internal/builder"
 )
 
-func withNetworkPolicy(from ...networkingv1.NetworkPolicyPeer) serverOption {
+func withNetworkPolicy(from ...embedopsv1.NetworkPolicyPeer) serverOption {
 	return func(s *embedopsv1.EmbeddingServer) {
 		s.Spec.NetworkPolicy = &embedopsv1.NetworkPolicySpec{From: from}
 	}
@@ -24,11 +24,23 @@ func withNetworkPolicy(from ...networkingv1.NetworkPolicyPeer) serverOption {
 func labelSet(m map[string]string) labels.Set { return m }
 
 func TestNetworkPolicy(t *testing.T) {
-	gateway := networkingv1.NetworkPolicyPeer{
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "gateway"}},
-		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "envoy"}},
+	gateway := embedopsv1.NetworkPolicyPeer{
+		NamespaceSelector: &embedopsv1.PeerSelector{MatchLabels: map[string]embedopsv1.LabelValue{"kubernetes.io/metadata.name": "gateway"}},
+		PodSelector: &embedopsv1.PeerSelector{MatchExpressions: []embedopsv1.PeerSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []embedopsv1.LabelValue{"envoy", "nginx"}},
+			{Key: "canary", Operator: metav1.LabelSelectorOpDoesNotExist},
+		}},
 	}
-	office := networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}}
+	office := embedopsv1.NetworkPolicyPeer{IPBlock: &embedopsv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}}
+	allPods := embedopsv1.NetworkPolicyPeer{PodSelector: &embedopsv1.PeerSelector{}}
+	wantGateway := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "gateway"}},
+		PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"envoy", "nginx"}},
+			{Key: "canary", Operator: metav1.LabelSelectorOpDoesNotExist},
+		}},
+	}
+	wantOffice := networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}}
 	sameNamespace := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{}}
 	cases := []struct {
 		name     string
@@ -39,8 +51,9 @@ func TestNetworkPolicy(t *testing.T) {
 	}{
 		{name: "no networkPolicy", server: server("s"), wantNone: true},
 		{name: "empty list: the namespace's pods", server: server("s", withNetworkPolicy()), wantPort: 8080, wantFrom: []networkingv1.NetworkPolicyPeer{sameNamespace}},
-		{name: "listed peers", server: server("s", withNetworkPolicy(gateway, office)), wantPort: 8080, wantFrom: []networkingv1.NetworkPolicyPeer{gateway, office}},
-		{name: "another port", server: server("s", withPort(3000), withNetworkPolicy(office)), wantPort: 3000, wantFrom: []networkingv1.NetworkPolicyPeer{office}},
+		{name: "listed peers", server: server("s", withNetworkPolicy(gateway, office)), wantPort: 8080, wantFrom: []networkingv1.NetworkPolicyPeer{wantGateway, wantOffice}},
+		{name: "all pods of the namespace, listed", server: server("s", withNetworkPolicy(allPods)), wantPort: 8080, wantFrom: []networkingv1.NetworkPolicyPeer{sameNamespace}},
+		{name: "another port", server: server("s", withPort(3000), withNetworkPolicy(office)), wantPort: 3000, wantFrom: []networkingv1.NetworkPolicyPeer{wantOffice}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,9 +95,9 @@ func TestNetworkPolicySelectsTheStatefulSetPods(t *testing.T) {
 
 func TestNetworkPolicyDoesNotAliasTheSpec(t *testing.T) {
 	g := NewWithT(t)
-	peer := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	peer := embedopsv1.NetworkPolicyPeer{IPBlock: &embedopsv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}}
 	s := server("s", withNetworkPolicy(peer))
 	policy := builder.NetworkPolicy(s)
-	policy.Spec.Ingress[0].From[0].PodSelector.MatchLabels["app"] = "changed"
-	g.Expect(s.Spec.NetworkPolicy.From[0].PodSelector.MatchLabels).To(HaveKeyWithValue("app", "web"))
+	policy.Spec.Ingress[0].From[0].IPBlock.Except[0] = "10.2.0.0/16"
+	g.Expect(s.Spec.NetworkPolicy.From[0].IPBlock.Except).To(Equal([]string{"10.1.0.0/16"}))
 }

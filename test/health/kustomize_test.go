@@ -32,7 +32,7 @@ func TestRenderNamespaces(t *testing.T) {
 	}{
 		{dir: "default", namespace: "embedops-system", kinds: []string{
 			"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-			"Role", "RoleBinding", "Deployment",
+			"Role", "RoleBinding", "Deployment", "Service",
 		}},
 		{dir: "flux", namespace: "flux-system", kinds: []string{"Kustomization"}},
 		{dir: "argocd", namespace: "argocd", kinds: []string{"ConfigMap"}},
@@ -77,11 +77,24 @@ func TestDefaultWiring(t *testing.T) {
 	deployment := decode[appsv1.Deployment](t, byKind["Deployment"])
 	g.Expect(deployment.Spec.Template.Spec.ServiceAccountName).To(Equal(sa))
 
-	binding := byKind["ClusterRoleBinding"]
-	g.Expect(binding).To(HaveLen(1))
-	m := mapOf(t, binding[0])
-	g.Expect(m).To(HaveKeyWithValue("roleRef", HaveKeyWithValue("name", byKind["ClusterRole"][0].GetName())))
-	g.Expect(m["subjects"]).To(ConsistOf(map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": "embedops-system"}))
+	// The manager role and the metrics auth role, both bound to the
+	// controller; metrics-reader is left for the scraper to bind.
+	clusterRoles := map[string]bool{}
+	for _, r := range byKind["ClusterRole"] {
+		clusterRoles[r.GetName()] = true
+	}
+	g.Expect(clusterRoles).To(HaveKey("embedops-metrics-reader"))
+	bindings := byKind["ClusterRoleBinding"]
+	g.Expect(bindings).To(HaveLen(2))
+	var bound []string
+	for _, binding := range bindings {
+		m := mapOf(t, binding)
+		role := m["roleRef"].(map[string]any)["name"].(string)
+		g.Expect(clusterRoles).To(HaveKey(role))
+		bound = append(bound, role)
+		g.Expect(m["subjects"]).To(ConsistOf(map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": "embedops-system"}))
+	}
+	g.Expect(bound).To(ConsistOf("embedops-manager-role", "embedops-metrics-auth-role"))
 
 	leader := byKind["RoleBinding"]
 	g.Expect(leader).To(HaveLen(1))

@@ -168,7 +168,7 @@ func replicasOwners(t *testing.T, g Gomega, key types.NamespacedName) []string {
 		var fields struct {
 			Spec map[string]any `json:"f:spec"`
 		}
-		g.Expect(json.Unmarshal(entry.FieldsV1.Raw, &fields)).To(Succeed())
+		g.Expect(json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields)).To(Succeed())
 		if _, ok := fields.Spec["f:replicas"]; ok {
 			owners = append(owners, entry.Manager)
 		}

@@ -28,7 +28,7 @@ import (
 const gitops = "gitops"
 
 // applyExample server-side applies examples/<path> into namespace.
-func applyExample(t *testing.T, g *WithT, path, namespace string) *unstructured.Unstructured {
+func applyExample(t *testing.T, g *WithT, path, namespace string) {
 	t.Helper()
 	root, err := harness.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -38,7 +38,6 @@ func applyExample(t *testing.T, g *WithT, path, namespace string) *unstructured.
 	g.Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed())
 	obj.SetNamespace(namespace)
 	g.Expect(cluster.Client.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(gitops), client.ForceOwnership)).To(Succeed())
-	return obj
 }
 
 // kubectl runs bin/kubectl against the cluster.

@@ -100,6 +100,12 @@ build: ## Build the controller and the CLI into ./bin.
 	CGO_ENABLED=0 go build -o $(BIN)/controller ./cmd/controller
 	CGO_ENABLED=0 go build -o $(BIN)/embedops ./cmd/embedops
 
+IMAGE_DIR ?= $(BIN)/image
+IMAGE_REF ?= embedops-controller:latest
+.PHONY: image
+image: ## Build the controller image (controller and embedops, non-root, empty base) as an OCI image layout in bin/image, without a container runtime.
+	cd test/tools/image && GOFLAGS=-mod=readonly go run . -repo $(CURDIR) -o $(abspath $(IMAGE_DIR)) -ref $(IMAGE_REF)
+
 .PHONY: run
 run: manifests ## Run the controller against the current kubeconfig.
 	go run ./cmd/controller

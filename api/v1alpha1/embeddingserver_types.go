@@ -6,6 +6,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // EmbeddingServerKind is the kind of EmbeddingServer objects.
@@ -77,7 +78,10 @@ type EmbeddingServerSpec struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// Replicas is the number of TEI pods; 0 scales the server to zero.
+	// Replicas is the number of TEI pods; 0 scales the server to zero. It is
+	// the scale subresource's spec.replicas, so kubectl scale and a
+	// HorizontalPodAutoscaler change it. A manifest that leaves it out lets
+	// them do so without a GitOps tool setting it back on its next apply.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
@@ -106,6 +110,21 @@ type EmbeddingServerSpec struct {
 	// +optional
 	PodTemplate *apiextensionsv1.JSON `json:"podTemplate,omitempty"`
 
+	// DisruptionBudget overrides the PodDisruptionBudget "<name>" that
+	// limits voluntary disruptions (a node drain) while the server runs two
+	// replicas or more; without it the budget is maxUnavailable: 1. Below two
+	// replicas no budget exists, so a drain is never blocked.
+	// +optional
+	DisruptionBudget *DisruptionBudgetSpec `json:"disruptionBudget,omitempty"`
+
+	// NetworkPolicy, when present, adds a NetworkPolicy "<name>" that admits
+	// ingress to the server's pods on the HTTP port and TEI's metrics port
+	// from the listed peers only. Egress is not restricted, so the pods can
+	// still download models. It takes effect only where the cluster's
+	// network plugin enforces NetworkPolicies.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// ServiceAccountName is the ServiceAccount the pods run as.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
@@ -115,6 +134,114 @@ type EmbeddingServerSpec struct {
 	// Suspend stops reconciliation; running children are left as they are.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+}
+
+// DisruptionBudgetSpec sets one of the PodDisruptionBudget's limits. Each is
+// a non-negative number of pods or a percentage from 0% to 100%, as the API
+// server requires of a PodDisruptionBudget (kubernetes
+// pkg/apis/policy/validation/validation.go, ValidatePodDisruptionBudgetSpec).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.maxUnavailable) != has(self.minAvailable)",message="disruptionBudget must set exactly one of maxUnavailable and minAvailable"
+type DisruptionBudgetSpec struct {
+	// MaxUnavailable is how many pods a disruption may take down at once.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="maxUnavailable must be a non-negative integer or a percentage from 0% to 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// MinAvailable is how many pods must stay available during a
+	// disruption.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="minAvailable must be a non-negative integer or a percentage from 0% to 100%"
+	// +optional
+	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
+}
+
+// NetworkPolicySpec lists who may reach a server's pods.
+type NetworkPolicySpec struct {
+	// From are the peers admitted, at most 16, each as in a NetworkPolicy
+	// ingress rule: a podSelector and/or a namespaceSelector, or an ipBlock
+	// alone. An empty list admits the pods of the server's namespace only.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	From []NetworkPolicyPeer `json:"from,omitempty"`
+}
+
+// NetworkPolicyPeer is a networking.k8s.io/v1 NetworkPolicyPeer, field for
+// field and in the same YAML, with the API server's checks as schema and CEL
+// rules (kubernetes pkg/apis/networking/validation/validation.go:
+// ValidateNetworkPolicyPeer, ValidateIPBlock; label selectors as
+// apimachinery's ValidateLabelSelector), so a peer the NetworkPolicy API
+// would refuse is refused at admission. It is a type of its own, not
+// networkingv1.NetworkPolicyPeer, because CEL rules over that type's
+// unbounded lists, maps and strings exceed the CRD's rule cost budget.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.podSelector) || has(self.namespaceSelector) || has(self.ipBlock)",message="networkPolicy.from: each peer must set podSelector, namespaceSelector or ipBlock"
+// +kubebuilder:validation:XValidation:rule="!has(self.ipBlock) || (!has(self.podSelector) && !has(self.namespaceSelector))",message="networkPolicy.from: a peer may not set ipBlock together with podSelector or namespaceSelector"
+type NetworkPolicyPeer struct {
+	// PodSelector selects pods, in the server's namespace or in the
+	// namespaces namespaceSelector selects; {} selects all.
+	// +optional
+	PodSelector *PeerSelector `json:"podSelector,omitempty"`
+	// NamespaceSelector selects namespaces; {} selects all.
+	// +optional
+	NamespaceSelector *PeerSelector `json:"namespaceSelector,omitempty"`
+	// IPBlock admits a range of addresses.
+	// +optional
+	IPBlock *IPBlock `json:"ipBlock,omitempty"`
+}
+
+// PeerSelector is a metav1.LabelSelector with at most 16 labels and 16
+// expressions.
+type PeerSelector struct {
+	// MatchLabels are label keys and values that must all match.
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="networkPolicy.from: matchLabels keys must be valid label keys"
+	// +optional
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
+	// MatchExpressions are label requirements that must all match.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	MatchExpressions []PeerSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// PeerSelectorRequirement is a metav1.LabelSelectorRequirement.
+//
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? (has(self.values) && self.values.size() > 0) : (!has(self.values) || self.values.size() == 0)",message="networkPolicy.from: matchExpressions with In or NotIn need values, with Exists or DoesNotExist none"
+type PeerSelectorRequirement struct {
+	// Key is the label key.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values are the label values In and NotIn compare with.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Values []LabelValue `json:"values,omitempty"`
+}
+
+// LabelValue is a label value: empty, or at most 63 alphanumerics, '-', '_'
+// and '.', starting and ending with an alphanumeric.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// IPBlock is a networking.k8s.io/v1 IPBlock: a CIDR and exceptions
+// strictly inside it.
+//
+// +kubebuilder:validation:XValidation:rule="!isCIDR(self.cidr) || !has(self.except) || self.except.all(e, isCIDR(e) && cidr(self.cidr).containsCIDR(e) && cidr(e).prefixLength() > cidr(self.cidr).prefixLength())",message="networkPolicy.from: each ipBlock.except must be a CIDR strictly inside ipBlock.cidr"
+type IPBlock struct {
+	// CIDR is the admitted range, e.g. 10.0.0.0/16 or 2001:db8::/64.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="networkPolicy.from: ipBlock.cidr must be a CIDR such as 10.0.0.0/16 or 2001:db8::/64"
+	CIDR string `json:"cidr"`
+	// Except are ranges inside CIDR that are not admitted.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	Except []string `json:"except,omitempty"`
 }
 
 // ModelSpec names a HuggingFace model.
@@ -249,6 +376,11 @@ type EmbeddingServerStatus struct {
 	// +optional
 	Served *ServedModel `json:"served,omitempty"`
 
+	// Selector is the label selector of the server's pods, the scale
+	// subresource's labelSelectorPath, which a HorizontalPodAutoscaler reads.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
 	// Inventory lists the children applied for this server.
 	// +optional
 	Inventory *ResourceInventory `json:"inventory,omitempty"`
@@ -344,6 +476,7 @@ type ResourceRef struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=es,categories=embedops
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model.name`

@@ -21,7 +21,11 @@ func main() {
 		logOptions    logger.Options
 		endpointCheck string
 	)
-	flag.StringVar(&opts.MetricsAddr, "metrics-addr", ":8080", "The address the metrics endpoint binds to.")
+	flag.StringVar(&opts.MetricsAddr, "metrics-addr", ":8443", "The address the metrics endpoint binds to; 0 disables it.")
+	flag.BoolVar(&opts.MetricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS to clients whose token may get /metrics (TokenReview and SubjectAccessReview); false serves plain HTTP to anyone.")
+	flag.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "",
+		"The directory holding tls.crt and tls.key for the metrics endpoint; empty means a self-signed certificate.")
 	flag.StringVar(&opts.HealthAddr, "health-addr", ":9440", "The address the health endpoint binds to.")
 	flag.IntVar(&opts.EmbeddingServer.MaxConcurrentReconciles, "concurrent", 4, "The number of EmbeddingServers reconciled at once.")
 	flag.DurationVar(&opts.EmbeddingServer.ProgressInterval, "progress-interval", controller.DefaultProgressInterval,

@@ -1,5 +1,7 @@
 // Package builder turns an EmbeddingServer into the children the controller
-// applies: a StatefulSet running TEI and two Services.
+// applies: a StatefulSet running TEI, two Services, and, when the spec asks
+// for them, a PodDisruptionBudget (two replicas or more) and a NetworkPolicy
+// (spec.networkPolicy set); their builders return nil otherwise.
 //
 // Invariants:
 //   - Pure: no clients, no I/O, no clock. The same inputs give byte-for-byte

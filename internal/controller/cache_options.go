@@ -4,6 +4,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,9 +18,10 @@ import (
 )
 
 // CacheOptions returns the informer cache options of the manager, used by
-// NewManager and by the tests alike. Pods, StatefulSets, Services and
-// PersistentVolumeClaims are listed and watched server-side only when they
-// carry embedopsv1.NameLabel, and Jobs only when they carry
+// NewManager and by the tests alike. Pods, StatefulSets, Services,
+// PersistentVolumeClaims, PodDisruptionBudgets and NetworkPolicies are
+// listed and watched server-side only when they carry embedopsv1.NameLabel,
+// and Jobs only when they carry
 // embedopsv1.PopulatesLabel, so memory grows with the servers, not with the
 // cluster. Pods are trimmed to what the diagnostics read. Secrets are cached
 // as metadata only, without annotations (kubectl's last-applied annotation
@@ -32,6 +35,8 @@ func CacheOptions() cache.Options {
 			&appsv1.StatefulSet{}:           {Label: owned, Transform: stripManagedFields},
 			&corev1.Service{}:               {Label: owned, Transform: stripManagedFields},
 			&corev1.PersistentVolumeClaim{}: {Label: owned, Transform: stripManagedFields},
+			&policyv1.PodDisruptionBudget{}: {Label: owned, Transform: stripManagedFields},
+			&networkingv1.NetworkPolicy{}:   {Label: owned, Transform: stripManagedFields},
 			&batchv1.Job{}:                  {Label: labelExists(embedopsv1.PopulatesLabel), Transform: stripManagedFields},
 			secretMetadata():                {Transform: stripSecretMetadata},
 		},

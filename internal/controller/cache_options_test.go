@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,7 +37,8 @@ func labelledPod(namespace, name string) *corev1.Pod {
 func TestCacheOptionsRestrictOwnedKindsToLabelledObjects(t *testing.T) {
 	g := NewWithT(t)
 	options := CacheOptions()
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
+		&policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
 		found := false
 		for key, byObject := range options.ByObject {
 			if reflect.TypeOf(key) == reflect.TypeOf(obj) {

@@ -23,6 +23,9 @@
 //     server's owner labels and no other controller; anything else is an
 //     OwnershipConflictError, checked before any binding is made, and the
 //     object is never touched.
+//   - A PodDisruptionBudget exists only while the server wants two replicas
+//     or more, and a NetworkPolicy only while spec.networkPolicy is set;
+//     otherwise the inventory diff prunes them.
 //   - Cache PersistentVolumeClaims are never pruned or deleted here: their
 //     ModelCacheBinding releases them.
 //   - Secret data is never cached, logged or emitted: Secrets are watched as
@@ -74,6 +77,8 @@
 // +kubebuilder:rbac:groups=embedops.dev,resources=embeddingservers/finalizers;modelcachebindings/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch

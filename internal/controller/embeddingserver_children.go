@@ -13,9 +13,12 @@ import (
 	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,10 +36,10 @@ var persistentVolumeClaimKind = schema.GroupKind{Kind: "PersistentVolumeClaim"}
 // statefulSetKind is the child whose rollout readiness waits for.
 var statefulSetKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet").GroupKind()
 
-// buildChildren builds the StatefulSet and Services with the binding's
-// cache. A spec the builder refuses stalls the server as
-// ConfigurationInvalid; nothing is applied and the running children are left
-// as they are.
+// buildChildren builds the StatefulSet, Services, PodDisruptionBudget and
+// NetworkPolicy with the binding's cache, and sets status.selector. A spec
+// the builder refuses stalls the server as ConfigurationInvalid; nothing is
+// applied and the running children are left as they are.
 func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	if scope.cache != nil {
@@ -51,12 +54,33 @@ func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serv
 		return ctrl.Result{}, fmt.Errorf("building the StatefulSet: %w", err)
 	}
 	scope.service = builder.Service(server)
-	children, err := childObjects(server, statefulSet, scope.service, builder.HeadlessService(server))
+	children, err := childObjects(server, desiredChildren(server, statefulSet, scope.service)...)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	scope.children = children
+	server.Status.Selector = podSelector(server)
 	return ctrl.Result{}, nil
+}
+
+// desiredChildren are the StatefulSet, the Services and, when the spec asks
+// for them, the PodDisruptionBudget and the NetworkPolicy. A child that is
+// not desired any more is pruned by the inventory diff.
+func desiredChildren(server *embedopsv1.EmbeddingServer, statefulSet *appsv1.StatefulSet, service *corev1.Service) []client.Object {
+	children := []client.Object{statefulSet, service, builder.HeadlessService(server)}
+	if budget := builder.PodDisruptionBudget(server); budget != nil {
+		children = append(children, budget)
+	}
+	if policy := builder.NetworkPolicy(server); policy != nil {
+		children = append(children, policy)
+	}
+	return children
+}
+
+// podSelector is status.selector, the scale subresource's label selector:
+// the StatefulSet's pod selector as a string.
+func podSelector(server *embedopsv1.EmbeddingServer) string {
+	return labels.SelectorFromSet(builder.SelectorLabels(server)).String()
 }
 
 // refuseSpec marks the spec invalid and stalls the server.
@@ -99,7 +123,7 @@ func ownerLabels() *ssa.ResourceManager {
 // stalls the server and is looked at again after the progress interval, so
 // the server recovers within one requeue once the object is gone.
 func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	for _, entry := range expectedChildren(scope.server) {
+	for _, entry := range namedChildren(scope.server) {
 		id, err := object.ParseObjMetadata(entry.ID)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("parsing child %q: %w", entry.ID, err)
@@ -265,6 +289,20 @@ func deletableEntries(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceR
 		recorded = server.Status.Inventory.Entries
 	}
 	return mergeEntries(recorded, expectedChildren(server))
+}
+
+// namedChildren are the children the server's spec asks for, known before
+// any is built: expectedChildren, and the PodDisruptionBudget and the
+// NetworkPolicy when wanted.
+func namedChildren(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceRef {
+	children := expectedChildren(server)
+	if budget := builder.PodDisruptionBudget(server); budget != nil {
+		children = append(children, inventoryRef(server.Namespace, budget.Name, policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget")))
+	}
+	if policy := builder.NetworkPolicy(server); policy != nil {
+		children = append(children, inventoryRef(server.Namespace, policy.Name, networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy")))
+	}
+	return children
 }
 
 // expectedChildren are the children every server has, named by the server

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/events"
@@ -11,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -24,6 +26,13 @@ const LeaderElectionID = "embedops-controller-leader"
 type ManagerOptions struct {
 	// MetricsAddr serves Prometheus metrics; "0" disables them.
 	MetricsAddr string
+	// MetricsSecure serves metrics over HTTPS, and only to requests whose
+	// bearer token the API server authenticates (TokenReview) and allows to
+	// get the non-resource URL /metrics (SubjectAccessReview).
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key; empty
+	// means a self-signed certificate generated at start.
+	MetricsCertDir string
 	// HealthAddr serves /healthz and /readyz.
 	HealthAddr string
 	// LeaderElection configures leader election.
@@ -61,7 +70,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Scheme:                        scheme,
 		Cache:                         CacheOptions(),
 		Client:                        ClientOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                       MetricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
 		LeaderElectionID:              LeaderElectionID,
@@ -75,7 +84,30 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	probes.SetupChecks(mgr, ctrl.Log.WithName("probes"))
+	state.use(mgr.GetCache())
 	return mgr, nil
+}
+
+// MetricsOptions are the metrics server's options: plain HTTP, or with
+// opts.MetricsSecure HTTPS (HTTP/1.1 only) behind controller-runtime's
+// authentication and authorization filter, as kubebuilder scaffolds it.
+func MetricsOptions(opts ManagerOptions) metricsserver.Options {
+	options := metricsserver.Options{BindAddress: opts.MetricsAddr}
+	if !opts.MetricsSecure {
+		return options
+	}
+	options.SecureServing = true
+	options.FilterProvider = filters.WithAuthenticationAndAuthorization
+	options.CertDir = opts.MetricsCertDir
+	options.TLSOpts = []func(*tls.Config){disableHTTP2}
+	return options
+}
+
+// disableHTTP2 keeps the metrics server on HTTP/1.1, out of reach of the
+// HTTP/2 Stream Cancellation and Rapid Reset attacks (CVE-2023-44487,
+// CVE-2023-39325), as kubebuilder's scaffold does by default.
+func disableHTTP2(c *tls.Config) {
+	c.NextProtos = []string{"http/1.1"}
 }
 
 // SetupReconcilers registers embedops' reconcilers with mgr; they share one

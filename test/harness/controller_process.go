@@ -61,24 +61,40 @@ type ControllerProcess struct {
 }
 
 // StartController runs binary against kubeconfig with args appended to the
-// metrics and health flags, and waits until it answers /readyz. The
-// kubeconfig is passed as KUBECONFIG, which controller-runtime reads when
-// --kubeconfig is not given.
+// metrics and health flags, and waits until it answers /readyz. Metrics are
+// served over plain HTTP (--metrics-secure=false), so MetricsURL and Metrics
+// need no token. The kubeconfig is passed as KUBECONFIG, which
+// controller-runtime reads when --kubeconfig is not given.
 func StartController(ctx context.Context, binary, kubeconfig string, args ...string) (*ControllerProcess, error) {
+	return startController(ctx, binary, kubeconfig, false, args)
+}
+
+// StartControllerSecureMetrics is StartController with the controller's
+// default metrics: HTTPS with a self-signed certificate, answering only
+// requests whose bearer token may get /metrics. MetricsURL is https.
+func StartControllerSecureMetrics(ctx context.Context, binary, kubeconfig string, args ...string) (*ControllerProcess, error) {
+	return startController(ctx, binary, kubeconfig, true, args)
+}
+
+func startController(ctx context.Context, binary, kubeconfig string, secure bool, args []string) (*ControllerProcess, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	metrics := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	health := fmt.Sprintf("127.0.0.1:%d", ports[1])
+	scheme := "http"
+	if secure {
+		scheme = "https"
+	}
 	p := &ControllerProcess{
-		MetricsURL: "http://" + metrics + "/metrics",
+		MetricsURL: scheme + "://" + metrics + "/metrics",
 		ReadyURL:   "http://" + health + "/readyz",
 		log:        &lockedBuffer{},
 		done:       make(chan struct{}),
 	}
-	flags := append([]string{"--metrics-addr=" + metrics, "--health-addr=" + health}, args...)
-	p.cmd = exec.Command(binary, flags...)
+	flags := []string{"--metrics-addr=" + metrics, "--health-addr=" + health, "--metrics-secure=" + strconv.FormatBool(secure)}
+	p.cmd = exec.Command(binary, append(flags, args...)...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {

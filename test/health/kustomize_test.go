@@ -32,7 +32,7 @@ func TestRenderNamespaces(t *testing.T) {
 	}{
 		{dir: "default", namespace: "embedops-system", kinds: []string{
 			"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-			"Role", "RoleBinding", "Deployment",
+			"Role", "RoleBinding", "Deployment", "Service",
 		}},
 		{dir: "flux", namespace: "flux-system", kinds: []string{"Kustomization"}},
 		{dir: "argocd", namespace: "argocd", kinds: []string{"ConfigMap"}},
@@ -77,11 +77,24 @@ func TestDefaultWiring(t *testing.T) {
 	deployment := decode[appsv1.Deployment](t, byKind["Deployment"])
 	g.Expect(deployment.Spec.Template.Spec.ServiceAccountName).To(Equal(sa))
 
-	binding := byKind["ClusterRoleBinding"]
-	g.Expect(binding).To(HaveLen(1))
-	m := mapOf(t, binding[0])
-	g.Expect(m).To(HaveKeyWithValue("roleRef", HaveKeyWithValue("name", byKind["ClusterRole"][0].GetName())))
-	g.Expect(m["subjects"]).To(ConsistOf(map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": "embedops-system"}))
+	// The manager role and the metrics auth role, both bound to the
+	// controller; metrics-reader is left for the scraper to bind.
+	clusterRoles := map[string]bool{}
+	for _, r := range byKind["ClusterRole"] {
+		clusterRoles[r.GetName()] = true
+	}
+	g.Expect(clusterRoles).To(HaveKey("embedops-metrics-reader"))
+	bindings := byKind["ClusterRoleBinding"]
+	g.Expect(bindings).To(HaveLen(2))
+	var bound []string
+	for _, binding := range bindings {
+		m := mapOf(t, binding)
+		role := m["roleRef"].(map[string]any)["name"].(string)
+		g.Expect(clusterRoles).To(HaveKey(role))
+		bound = append(bound, role)
+		g.Expect(m["subjects"]).To(ConsistOf(map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": "embedops-system"}))
+	}
+	g.Expect(bound).To(ConsistOf("embedops-manager-role", "embedops-metrics-auth-role"))
 
 	leader := byKind["RoleBinding"]
 	g.Expect(leader).To(HaveLen(1))
@@ -124,7 +137,8 @@ func TestDefaultDeploymentIsHardened(t *testing.T) {
 	}
 
 	g.Expect(c.Args).To(ContainElement("--enable-leader-election"))
-	g.Expect(c.Args).To(ContainElement("--metrics-addr=:8080"))
+	g.Expect(c.Args).To(ContainElement("--metrics-addr=:8443"))
+	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--metrics-secure")), "metrics stay on the secure default")
 	g.Expect(c.Args).To(ContainElement("--health-addr=:9440"))
 	g.Expect(c.Args).To(ContainElement("--populator-image=" + c.Image))
 	flags := controllerFlags()
@@ -137,7 +151,7 @@ func TestDefaultDeploymentIsHardened(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	g.Expect(ports).To(HaveKeyWithValue("http-prom", int32(8080)))
+	g.Expect(ports).To(HaveKeyWithValue("https", int32(8443)))
 	for _, probe := range []struct {
 		probe *corev1.Probe
 		path  string
@@ -159,7 +173,9 @@ func TestDefaultDeploymentIsHardened(t *testing.T) {
 // Deployment's arguments are checked against the real flag names.
 func controllerFlags() *flag.FlagSet {
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
-	fs.String("metrics-addr", ":8080", "")
+	fs.String("metrics-addr", ":8443", "")
+	fs.Bool("metrics-secure", true, "")
+	fs.String("metrics-cert-dir", "", "")
 	fs.String("health-addr", ":9440", "")
 	fs.Int("concurrent", 4, "")
 	fs.Duration("progress-interval", 0, "")

@@ -1,0 +1,82 @@
+package builder_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+)
+
+func withDisruptionBudget(maxUnavailable, minAvailable *intstr.IntOrString) serverOption {
+	return func(s *embedopsv1.EmbeddingServer) {
+		s.Spec.DisruptionBudget = &embedopsv1.DisruptionBudgetSpec{MaxUnavailable: maxUnavailable, MinAvailable: minAvailable}
+	}
+}
+
+func withoutReplicas() serverOption {
+	return func(s *embedopsv1.EmbeddingServer) { s.Spec.Replicas = nil }
+}
+
+func TestPodDisruptionBudget(t *testing.T) {
+	one, two, half := intstr.FromInt32(1), intstr.FromInt32(2), intstr.FromString("50%")
+	cases := []struct {
+		name               string
+		server             *embedopsv1.EmbeddingServer
+		wantNone           bool
+		wantMaxUnavailable *intstr.IntOrString
+		wantMinAvailable   *intstr.IntOrString
+	}{
+		{name: "scaled to zero", server: server("s", withReplicas(0)), wantNone: true},
+		{name: "one replica", server: server("s", withReplicas(1)), wantNone: true},
+		{name: "replicas unset, one by default", server: server("s", withoutReplicas()), wantNone: true},
+		{name: "one replica with an override", server: server("s", withReplicas(1), withDisruptionBudget(nil, &one)), wantNone: true},
+		{name: "two replicas", server: server("s", withReplicas(2)), wantMaxUnavailable: &one},
+		{name: "many replicas", server: server("s", withReplicas(10)), wantMaxUnavailable: &one},
+		{name: "maxUnavailable override", server: server("s", withReplicas(5), withDisruptionBudget(&two, nil)), wantMaxUnavailable: &two},
+		{name: "percentage override", server: server("s", withReplicas(4), withDisruptionBudget(&half, nil)), wantMaxUnavailable: &half},
+		{name: "minAvailable override", server: server("s", withReplicas(3), withDisruptionBudget(nil, &two)), wantMinAvailable: &two},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			pdb := builder.PodDisruptionBudget(tc.server)
+			if tc.wantNone {
+				g.Expect(pdb).To(BeNil())
+				return
+			}
+			g.Expect(pdb).NotTo(BeNil())
+			g.Expect(pdb.APIVersion).To(Equal("policy/v1"))
+			g.Expect(pdb.Kind).To(Equal("PodDisruptionBudget"))
+			g.Expect(pdb.Name).To(Equal(tc.server.Name))
+			g.Expect(pdb.Namespace).To(Equal(testNamespace))
+			g.Expect(pdb.OwnerReferences).To(BeEmpty())
+			g.Expect(pdb.Labels).To(Equal(builder.Labels(tc.server)))
+			g.Expect(pdb.Spec.Selector).To(Equal(&metav1.LabelSelector{MatchLabels: builder.SelectorLabels(tc.server)}))
+			g.Expect(pdb.Spec.MaxUnavailable).To(Equal(tc.wantMaxUnavailable))
+			g.Expect(pdb.Spec.MinAvailable).To(Equal(tc.wantMinAvailable))
+		})
+	}
+}
+
+func TestPodDisruptionBudgetSelectsTheStatefulSetPods(t *testing.T) {
+	g := NewWithT(t)
+	s := server("s", withReplicas(3))
+	sts, err := builder.StatefulSet(s, perReplicaCache("cache-abc", "", "10Gi"))
+	g.Expect(err).NotTo(HaveOccurred())
+	selector, err := metav1.LabelSelectorAsSelector(builder.PodDisruptionBudget(s).Spec.Selector)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(selector.Matches(labelSet(sts.Spec.Template.Labels))).To(BeTrue())
+}
+
+func TestPodDisruptionBudgetDoesNotAliasTheSpec(t *testing.T) {
+	g := NewWithT(t)
+	two := intstr.FromInt32(2)
+	s := server("s", withReplicas(3), withDisruptionBudget(&two, nil))
+	pdb := builder.PodDisruptionBudget(s)
+	*pdb.Spec.MaxUnavailable = intstr.FromInt32(7)
+	g.Expect(s.Spec.DisruptionBudget.MaxUnavailable.IntValue()).To(Equal(2))
+}

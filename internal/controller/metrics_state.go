@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// stateListTimeout bounds the cache reads of one scrape.
+const stateListTimeout = 5 * time.Second
+
+var (
+	// serverConditionDesc is one condition of one server, always 1.
+	serverConditionDesc = prometheus.NewDesc("embedops_server_condition",
+		"A condition of an EmbeddingServer: 1 for its current type, status and reason.",
+		[]string{"namespace", "name", "type", "status", "reason"}, nil)
+	// bindingPhaseDesc is the phase of one binding, always 1.
+	bindingPhaseDesc = prometheus.NewDesc("embedops_binding_phase",
+		"The lifecycle phase of a ModelCacheBinding: 1 for its current phase.",
+		[]string{"namespace", "name", "phase"}, nil)
+)
+
+// stateCollector reports the servers' conditions and the bindings' phases
+// as the manager's cache holds them, read at scrape time, so no series
+// outlives its object. It reads nothing until a manager gives it a reader.
+type stateCollector struct {
+	reader atomic.Pointer[client.Reader]
+}
+
+// state is the process's collector, registered once on controller-runtime's
+// registry like the other collectors; NewManager points it at its cache.
+var state = &stateCollector{}
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(state)
+}
+
+// use makes the collector read from reader.
+func (c *stateCollector) use(reader client.Reader) {
+	c.reader.Store(&reader)
+}
+
+// Describe sends the two descriptors.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- serverConditionDesc
+	ch <- bindingPhaseDesc
+}
+
+// Collect lists servers and bindings from the cache; a failed list leaves
+// its series out of this scrape.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	reader := c.reader.Load()
+	if reader == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stateListTimeout)
+	defer cancel()
+	var servers embedopsv1.EmbeddingServerList
+	if err := (*reader).List(ctx, &servers); err == nil {
+		for i := range servers.Items {
+			server := &servers.Items[i]
+			for _, condition := range server.Status.Conditions {
+				ch <- prometheus.MustNewConstMetric(serverConditionDesc, prometheus.GaugeValue, 1,
+					server.Namespace, server.Name, condition.Type, string(condition.Status), condition.Reason)
+			}
+		}
+	}
+	var bindings embedopsv1.ModelCacheBindingList
+	if err := (*reader).List(ctx, &bindings); err == nil {
+		for i := range bindings.Items {
+			binding := &bindings.Items[i]
+			if binding.Status.Phase != "" {
+				ch <- prometheus.MustNewConstMetric(bindingPhaseDesc, prometheus.GaugeValue, 1,
+					binding.Namespace, binding.Name, string(binding.Status.Phase))
+			}
+		}
+	}
+}

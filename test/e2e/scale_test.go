@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/harness"
+)
+
+// gitops is the field manager the tests apply example files as, as Flux's
+// server-side apply would.
+const gitops = "gitops"
+
+// applyExample server-side applies examples/<path> into namespace.
+func applyExample(t *testing.T, g *WithT, path, namespace string) {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "examples", path))
+	g.Expect(err).NotTo(HaveOccurred())
+	obj := &unstructured.Unstructured{}
+	g.Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed())
+	obj.SetNamespace(namespace)
+	g.Expect(cluster.Client.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(gitops), client.ForceOwnership)).To(Succeed())
+}
+
+// kubectl runs bin/kubectl against the cluster.
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(t.Context(), filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// expectBudget waits until the server's PodDisruptionBudget exists (or not).
+func expectBudget(t *testing.T, key client.ObjectKey, exists bool) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		err := cluster.Client.Get(t.Context(), key, &policyv1.PodDisruptionBudget{})
+		if exists {
+			g.Expect(err).NotTo(HaveOccurred())
+		} else {
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "PodDisruptionBudget %s: %v", key, err)
+		}
+	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
+}
+
+// expectReadyReplicas waits until the server reports n ready replicas.
+func expectReadyReplicas(t *testing.T, key client.ObjectKey, n int32) *embedopsv1.EmbeddingServer {
+	t.Helper()
+	server := &embedopsv1.EmbeddingServer{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(t.Context(), key, server)).To(Succeed())
+		g.Expect(server.Status.ReadyReplicas).To(Equal(n))
+		g.Expect(server.Status.Phase).To(Equal(embedopsv1.PhaseReady))
+	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
+	return server
+}
+
+func TestKubectlScaleWithABudgetAndAnUnsetReplicas(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	namespace := cluster.Namespace(t)
+	applyExample(t, g, "autoscaling/server.yaml", namespace)
+	key := client.ObjectKey{Namespace: namespace, Name: "autoscaled"}
+	expectReadyReplicas(t, key, 1)
+	expectBudget(t, key, false)
+
+	out, err := kubectl(t, "scale", "es/autoscaled", "-n", namespace, "--replicas=2")
+	g.Expect(err).NotTo(HaveOccurred(), "kubectl scale: %s", out)
+	g.Expect(out).To(ContainSubstring("scaled"))
+	server := expectReadyReplicas(t, key, 2)
+	expectBudget(t, key, true)
+
+	// status.selector, the scale subresource's selector, finds the pods.
+	selector, err := labels.Parse(server.Status.Selector)
+	g.Expect(err).NotTo(HaveOccurred())
+	var pods corev1.PodList
+	g.Expect(cluster.Client.List(t.Context(), &pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(2))
+
+	// The GitOps tool applies its manifest, without replicas, again: the
+	// scaled count stands, and the controller's applies left it alone.
+	applyExample(t, g, "autoscaling/server.yaml", namespace)
+	g.Expect(cluster.Client.Get(t.Context(), key, server)).To(Succeed())
+	g.Expect(server.Spec.Replicas).To(HaveValue(Equal(int32(2))))
+	g.Consistently(func(g Gomega) {
+		g.Expect(cluster.Client.Get(t.Context(), key, server)).To(Succeed())
+		g.Expect(server.Spec.Replicas).To(HaveValue(Equal(int32(2))))
+	}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+	out, err = kubectl(t, "scale", "es/autoscaled", "-n", namespace, "--replicas=-1")
+	g.Expect(err).To(HaveOccurred(), "a negative scale is refused: %s", out)
+
+	out, err = kubectl(t, "scale", "es/autoscaled", "-n", namespace, "--replicas=1")
+	g.Expect(err).NotTo(HaveOccurred(), "kubectl scale: %s", out)
+	expectReadyReplicas(t, key, 1)
+	expectBudget(t, key, false)
+}
+
+func TestHorizontalPodAutoscalerScalesAServer(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	namespace := cluster.Namespace(t)
+	applyExample(t, g, "autoscaling/server.yaml", namespace)
+	applyExample(t, g, "autoscaling/hpa.yaml", namespace)
+	key := client.ObjectKey{Namespace: namespace, Name: "autoscaled"}
+
+	// kube-controller-manager's HPA controller reads the server's scale
+	// subresource and, below minReplicas (2), scales it up without metrics;
+	// no metrics API runs here, so it goes no further.
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(t.Context(), key, hpa)).To(Succeed())
+		g.Expect(hpa.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", autoscalingv2.AbleToScale), HaveField("Status", corev1.ConditionTrue))))
+	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
+	expectReadyReplicas(t, key, 2)
+	expectBudget(t, key, true)
+}
+
+func TestNetworkPolicyObjectsFollowTheSpec(t *testing.T) {
+	// No network plugin enforces NetworkPolicies on the local cluster: this
+	// checks the objects and their spec, not traffic.
+	t.Parallel()
+	g := NewWithT(t)
+	namespace := cluster.Namespace(t)
+	server := newServer(namespace, "guarded", nil)
+	server.Spec.NetworkPolicy = &embedopsv1.NetworkPolicySpec{From: []embedopsv1.NetworkPolicyPeer{{
+		NamespaceSelector: &embedopsv1.PeerSelector{MatchLabels: map[string]embedopsv1.LabelValue{"kubernetes.io/metadata.name": "gateway"}},
+	}}}
+	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
+	key := client.ObjectKeyFromObject(server)
+	expectReadyReplicas(t, key, 1)
+
+	policy := &networkingv1.NetworkPolicy{}
+	g.Expect(cluster.Client.Get(t.Context(), key, policy)).To(Succeed())
+	g.Expect(metav1.GetControllerOf(policy)).To(HaveValue(HaveField("Name", "guarded")))
+	g.Expect(policy.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}))
+	g.Expect(policy.Spec.Ingress).To(HaveLen(1))
+	g.Expect(policy.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "gateway"}},
+	}}))
+	var ports []int
+	for _, port := range policy.Spec.Ingress[0].Ports {
+		ports = append(ports, port.Port.IntValue())
+	}
+	g.Expect(ports).To(ConsistOf(8080, 9000))
+	selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
+	g.Expect(err).NotTo(HaveOccurred())
+	var pods corev1.PodList
+	g.Expect(cluster.Client.List(t.Context(), &pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1), "the policy selects the server's pod")
+
+	update(t, key, func(s *embedopsv1.EmbeddingServer) { s.Spec.NetworkPolicy = nil })
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(cluster.Client.Get(t.Context(), key, &networkingv1.NetworkPolicy{}))
+	}).WithTimeout(settle).WithPolling(time.Second).Should(BeTrue(), "the policy goes with the field")
+}

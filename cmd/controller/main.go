@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/embedops/embedops/internal/controller"
+	"github.com/embedops/embedops/internal/provenance"
 )
 
 func main() {
@@ -33,6 +34,8 @@ func main() {
 	flag.StringVar(&opts.EmbeddingServer.PopulatorImage, "populator-image", "",
 		"The image whose /embedops populate fills PerReplica caches as an init container before TEI starts offline; "+
 			"config/manager passes the controller's own image. Empty: TEI downloads the model itself.")
+	flag.StringVar(&opts.EmbeddingServer.ArgoCDNamespace, "argocd-namespace", provenance.DefaultArgoCDNamespace,
+		"Argo CD's own namespace, where the Applications that tracking ids and instance labels name without a namespace live.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader election lease; empty means the controller's own namespace (set it outside a cluster).")
 	opts.LeaderElection.BindFlags(flag.CommandLine)

@@ -40,16 +40,6 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		return ctrl.Result{}, nil
 	}
 	binding, err := r.bindingFor(ctx, server, d)
-	if errors.Is(err, provenance.ErrSourcePending) {
-		message := "waiting for the GitOps tool to finish applying the server before recording its cache decision"
-		conditions.MarkFalse(server, embedopsv1.CacheReadyCondition, embedopsv1.PendingReason, "%s", message)
-		conditions.MarkFalse(server, embedopsv1.ReadyCondition, embedopsv1.ProgressingReason, "%s", message)
-		scope.halted = true
-		return ctrl.Result{RequeueAfter: r.progressInterval}, nil
-	}
-	if errors.Is(err, provenance.ErrInvalidRevision) {
-		return ctrl.Result{}, r.refuseSpec(scope, err)
-	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -116,10 +106,11 @@ func (r *EmbeddingServerReconciler) bindingFor(ctx context.Context, server *embe
 // is used if it is Active with the same decision; otherwise the next
 // reconcile looks further.
 func (r *EmbeddingServerReconciler) createBinding(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, name string) (*embedopsv1.ModelCacheBinding, error) {
-	source, err := r.provenance.Resolve(ctx, server)
+	resolution, err := r.provenance.Resolve(ctx, server)
 	if err != nil {
 		return nil, fmt.Errorf("resolving the source of the cache decision: %w", err)
 	}
+	source := resolution.Source
 	recorded := d
 	if class, err := storageClassOf(ctx, r.client, d.Decision.StorageClassName); err != nil {
 		ctrl.LoggerFrom(ctx).Info("recording no cluster facts: the StorageClass is not readable", "error", err.Error())
@@ -130,7 +121,7 @@ func (r *EmbeddingServerReconciler) createBinding(ctx context.Context, server *e
 	err = r.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
 	if err == nil {
 		ctrl.LoggerFrom(ctx).Info("created binding", "binding", name, "method", source.Method, "revision", source.Revision)
-		r.eventDecision(server, name, source)
+		r.reportSource(server, name, resolution)
 		return binding, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -304,16 +295,24 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 	return nil
 }
 
-// eventDecision tells, on the server, which revision a new cache decision
-// was recorded at; an unknown source is a warning, since the decision
-// cannot be audited from git.
-func (r *EmbeddingServerReconciler) eventDecision(server *embedopsv1.EmbeddingServer, binding string, source embedopsv1.DecisionSource) {
-	if source.Method == embedopsv1.SourceUnknown {
-		r.events.Eventf(server, nil, corev1.EventTypeWarning, embedopsv1.SourceUnknownReason, "RecordDecision",
-			"recorded cache decision %s with no known source: annotate the server with %s or apply it with Flux or Argo CD to make it auditable",
-			binding, embedopsv1.SourceRevisionAnnotation)
+// reportSource sets SourceResolved from the resolution the new binding
+// recorded, and tells which revision it was recorded at: a Normal event
+// when the source names a commit, else one Warning per change of reason.
+// Provenance never stalls a server.
+func (r *EmbeddingServerReconciler) reportSource(server *embedopsv1.EmbeddingServer, binding string, res provenance.Resolution) {
+	source := res.Source
+	if res.Reason == "" {
+		conditions.MarkTrue(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceResolvedReason,
+			"cache decision %s recorded at %s (%s)", binding, source.Revision, source.Method)
+		r.events.Eventf(server, nil, corev1.EventTypeNormal, embedopsv1.DecisionRecordedReason, "RecordDecision",
+			"recorded cache decision %s at %s (%s)", binding, source.Revision, source.Method)
 		return
 	}
-	r.events.Eventf(server, nil, corev1.EventTypeNormal, embedopsv1.DecisionRecordedReason, "RecordDecision",
-		"recorded cache decision %s at %s (%s)", binding, source.Revision, source.Method)
+	changed := conditions.GetReason(server, embedopsv1.SourceResolvedCondition) != res.Reason
+	conditions.MarkFalse(server, embedopsv1.SourceResolvedCondition, res.Reason,
+		"cache decision %s recorded with method %s: %s", binding, source.Method, res.Message)
+	if changed {
+		r.events.Eventf(server, nil, corev1.EventTypeWarning, res.Reason, "RecordDecision",
+			"recorded cache decision %s with method %s: %s", binding, source.Method, res.Message)
+	}
 }

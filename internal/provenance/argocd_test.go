@@ -62,7 +62,8 @@ func TestResolveArgoCD(t *testing.T) {
 			})
 			r := resolver(env.Client)
 			r.ArgoCDNamespace = appNamespace
-			source, err := r.Resolve(t.Context(), es)
+			res, err := r.Resolve(t.Context(), es)
+			source := res.Source
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(source.Method).To(Equal(embedopsv1.SourceArgoCD))
 			g.Expect(source.Commit).To(Equal(tc.commit))
@@ -82,7 +83,8 @@ func TestResolveArgoCDIgnoresATrackingIDForAnotherObject(t *testing.T) {
 	})
 	r := resolver(env.Client)
 	r.ArgoCDNamespace = namespace
-	source, err := r.Resolve(t.Context(), es)
+	res, err := r.Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source.Method).To(Equal(embedopsv1.SourceUnknown))
 }
@@ -100,7 +102,8 @@ func TestResolveWithoutGitOpsCRDs(t *testing.T) {
 	es := server(t, bare.Client, "models", fluxLabels("models"), map[string]string{
 		provenance.TrackingIDAnnotation: "models:embedops.dev/EmbeddingServer:models/bge",
 	})
-	source, err := resolver(bare.Client).Resolve(t.Context(), es)
+	res, err := resolver(bare.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source.Method).To(Equal(embedopsv1.SourceUnknown))
 }

@@ -51,11 +51,14 @@ func TestResolveFlux(t *testing.T) {
 	})
 	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
 
-	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(BeEmpty(), res.Message)
 	g.Expect(source).To(Equal(embedopsv1.DecisionSource{
 		Method: embedopsv1.SourceFlux, Revision: revision, Commit: sha1Hex, Repository: repoURL, Path: "./clusters/dev",
 		ObjectRef: &embedopsv1.SourceObjectReference{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: namespace, Name: "apps"},
+		Render:    &embedopsv1.RenderInputs{Spec: `{"path":"./clusters/dev"}`},
 		DecidedAt: decidedAt,
 	}))
 }
@@ -69,17 +72,42 @@ func TestResolveFluxTakesTheRevisionBeingApplied(t *testing.T) {
 		"inventory": inventory(namespace),
 	})
 	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
-	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source.Revision).To(Equal(newer), "lastAttemptedRevision is set before apply")
 }
 
-func TestResolveFluxWaitsForAFirstApply(t *testing.T) {
+// TestResolveFluxRecordsTheRevisionBeingFirstApplied: the first apply has
+// not listed the server yet; what is being applied is recorded, never
+// waited for.
+func TestResolveFluxRecordsTheRevisionBeingFirstApplied(t *testing.T) {
+	g := NewWithT(t)
 	namespace := harness.Namespace(t, env.Client)
 	fluxFixture(t, env.Client, namespace, map[string]any{"lastAttemptedRevision": "main@sha1:" + sha1Hex})
 	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
-	_, err := resolver(env.Client).Resolve(t.Context(), es)
-	NewWithT(t).Expect(err).To(MatchError(provenance.ErrSourcePending))
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(embedopsv1.SourcePendingReason))
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(res.Source.Commit).To(Equal(sha1Hex))
+}
+
+// TestResolveFluxKeepsAnUnparsableRevision records the revision as written,
+// with no commit: the server keeps serving.
+func TestResolveFluxKeepsAnUnparsableRevision(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	fluxFixture(t, env.Client, namespace, map[string]any{
+		"lastAttemptedRevision": "main@md5:abc", "lastAppliedRevision": "main@md5:abc", "inventory": inventory(namespace),
+	})
+	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(embedopsv1.InvalidRevisionReason))
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(res.Source.Revision).To(Equal("main@md5:abc"))
+	g.Expect(res.Source.Commit).To(BeEmpty())
 }
 
 func TestResolveFluxIgnoresCopiedLabels(t *testing.T) {
@@ -88,7 +116,8 @@ func TestResolveFluxIgnoresCopiedLabels(t *testing.T) {
 	revision := "main@sha1:" + sha1Hex
 	fluxFixture(t, env.Client, namespace, map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision})
 	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
-	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source.Method).To(Equal(embedopsv1.SourceUnknown), "an applied Kustomization whose inventory lacks the object did not apply it")
 }

@@ -240,7 +240,11 @@ func (a *argo) valueFile(fs *treeFS, dir, name string) ([]byte, error) {
 // valuesObject when set, else values (argo-cd types.go, ValuesYAML).
 func InlineHelmValues(valuesString string, valuesObject json.RawMessage) ([]byte, error) {
 	if len(valuesObject) > 0 && string(valuesObject) != "null" {
-		out, err := yaml.JSONToYAML(valuesObject)
+		var object map[string]any
+		if err := json.Unmarshal(valuesObject, &object); err != nil {
+			return nil, fmt.Errorf("helm valuesObject is not an object: %w", err)
+		}
+		out, err := yaml.Marshal(object)
 		if err != nil {
 			return nil, fmt.Errorf("helm valuesObject: %w", err)
 		}

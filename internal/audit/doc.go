@@ -11,7 +11,8 @@
 //   - No output and no clock: results are values (ready for a table, JSON or
 //     YAML) and progress is a callback; the caller prints.
 //   - Renders are hermetic: kustomize reads a commit's tree, copied into
-//     memory as it is read, never the work tree or the local disk. A path
+//     memory as it is read, never the work tree (the Flux generator and
+//     Helm's value files read a temporary copy of what they need). A path
 //     without a kustomization is built as kustomize-controller builds it,
 //     from a kustomization generated over its manifests; files may be loaded
 //     from anywhere in the repository; plugins beyond the built-in ones are

@@ -54,7 +54,11 @@ func fluxRecipeFor(render *embedopsv1.RenderInputs) (recipe, string) {
 		if from.Optional && from.ResourceVersion == "" {
 			continue // absent and optional: kustomize-controller skipped it too
 		}
-		inputs = append(inputs, fmt.Sprintf("%s/%s (resourceVersion %s)", from.Kind, from.Name, from.ResourceVersion))
+		input := from.Kind + "/" + from.Name
+		if from.ResourceVersion != "" {
+			input += " (resourceVersion " + from.ResourceVersion + ")"
+		}
+		inputs = append(inputs, input)
 	}
 	if len(inputs) > 0 {
 		return nil, "post-build substitution reads " + strings.Join(inputs, ", ") + ", which is not in git"

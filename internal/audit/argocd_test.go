@@ -64,14 +64,10 @@ func argoRepository(t *testing.T, extra ...change) (string, *gitops) {
 		write("charts/bge/values-prod.yaml", "cache:\n  class: fast\n"),
 		write("env/prod.yaml", "cache:\n  size: 7Gi\n"),
 	}, extra...)
-	commit := newHistoryCommit(h, changes)
+	commit := h.commit("Serve search with Argo CD", changes...)
 	repo := &gitops{}
 	repo.dir, repo.repo = h.save()
 	return commit, repo
-}
-
-func newHistoryCommit(h *history, changes []change) string {
-	return h.commit("Serve search with Argo CD", changes...)
 }
 
 // withArgo records an Application named models syncing path.

@@ -129,7 +129,8 @@ func applyOverrides(kus *kustypes.Kustomization, k *argoKustomize, exists func(s
 		kus.Replicas = append(kus.Replicas, kustypes.Replica{Name: replica.Name, Count: count})
 	}
 	var err error
-	if kus.CommonLabels, err = addEntries(kus.CommonLabels, k.CommonLabels, k.ForceCommonLabels, "label"); err != nil {
+	// `kustomize edit add label` writes commonLabels, deprecated or not.
+	if kus.CommonLabels, err = addEntries(kus.CommonLabels, k.CommonLabels, k.ForceCommonLabels, "label"); err != nil { //nolint:staticcheck // see above
 		return err
 	}
 	if kus.CommonAnnotations, err = addEntries(kus.CommonAnnotations, k.CommonAnnotations, k.ForceCommonAnnotations, "annotation"); err != nil {

@@ -14,10 +14,11 @@ import (
 	"github.com/embedops/embedops/test/harness"
 )
 
-// application creates an Argo CD Application with the given status.
-func application(t *testing.T, c client.Client, namespace, name string, status map[string]any) {
+// application creates the Argo CD Application "models" with the given
+// status.
+func application(t *testing.T, c client.Client, namespace string, status map[string]any) {
 	t.Helper()
-	app := object("argoproj.io/v1alpha1", "Application", namespace, name, map[string]any{
+	app := object("argoproj.io/v1alpha1", "Application", namespace, "models", map[string]any{
 		"spec": map[string]any{
 			"project":     "default",
 			"source":      map[string]any{"repoURL": repoURL, "path": "apps/models", "targetRevision": "main"},
@@ -57,7 +58,7 @@ func TestResolveArgoCD(t *testing.T) {
 				appNamespace = namespace
 				tc.trackingPrefix = namespace + "_models"
 			}
-			application(t, env.Client, appNamespace, "models", tc.status)
+			application(t, env.Client, appNamespace, tc.status)
 			es := server(t, env.Client, namespace, nil, map[string]string{
 				provenance.TrackingIDAnnotation: tc.trackingPrefix + ":embedops.dev/EmbeddingServer:" + namespace + "/bge",
 			})
@@ -78,7 +79,7 @@ func TestResolveArgoCD(t *testing.T) {
 func TestResolveArgoCDIgnoresATrackingIDForAnotherObject(t *testing.T) {
 	g := NewWithT(t)
 	namespace := harness.Namespace(t, env.Client)
-	application(t, env.Client, namespace, "models", map[string]any{"sync": map[string]any{"revision": sha1Hex, "status": "Synced"}})
+	application(t, env.Client, namespace, map[string]any{"sync": map[string]any{"revision": sha1Hex, "status": "Synced"}})
 	es := server(t, env.Client, namespace, nil, map[string]string{
 		provenance.TrackingIDAnnotation: "models:embedops.dev/EmbeddingServer:" + namespace + "/someone-else",
 	})
@@ -167,7 +168,7 @@ func TestResolveArgoCDChartIsNotAGitSource(t *testing.T) {
 func TestResolveArgoCDPendingRecordsWhatIsKnown(t *testing.T) {
 	g := NewWithT(t)
 	namespace := harness.Namespace(t, env.Client)
-	application(t, env.Client, namespace, "models", map[string]any{})
+	application(t, env.Client, namespace, map[string]any{})
 	es := server(t, env.Client, namespace, nil, map[string]string{
 		provenance.TrackingIDAnnotation: namespace + "_models:embedops.dev/EmbeddingServer:" + namespace + "/bge",
 	})
@@ -185,7 +186,7 @@ func TestResolveArgoCDLabelTracking(t *testing.T) {
 	g := NewWithT(t)
 	namespace := harness.Namespace(t, env.Client)
 	argoNamespace := harness.Namespace(t, env.Client)
-	application(t, env.Client, argoNamespace, "models", map[string]any{
+	application(t, env.Client, argoNamespace, map[string]any{
 		"sync":      map[string]any{"revision": sha1Hex, "status": "Synced"},
 		"resources": []any{map[string]any{"group": "embedops.dev", "kind": "EmbeddingServer", "namespace": namespace, "name": "bge", "version": "v1alpha1"}},
 	})

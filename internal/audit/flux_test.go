@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -115,4 +116,27 @@ func TestAuditSkipsAnAbsentOptionalSubstitution(t *testing.T) {
 	binding := bindingFor(t, fluxRendered(), commit, withFlux(fluxSpec, embedopsv1.SubstitutionSource{Kind: "ConfigMap", Name: "vars", Optional: true}))
 	res := Audit(context.Background(), repo.repo, binding, Options{})
 	g.Expect(res.Result).To(Equal(Verified), "reason: %s, differences: %v", res.Reason, res.Differences)
+}
+
+// FuzzFluxRecipe checks that any recorded Kustomization spec is either
+// refused with a reason or accepted with only the fields the recipe
+// reproduces, never a panic.
+func FuzzFluxRecipe(f *testing.F) {
+	for _, seed := range []string{fluxSpec, `{"decryption":{}}`, `[]`, `{"postBuild":7}`, `null`, ``} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		rc, reason := fluxRecipeFor(&embedopsv1.RenderInputs{Spec: spec})
+		if (rc == nil) == (reason == "") {
+			t.Fatalf("spec %q gave recipe %v and reason %q", spec, rc, reason)
+		}
+		if rc == nil {
+			return
+		}
+		for field := range rc.(flux).spec {
+			if !slices.Contains(fluxRenderFields, field) {
+				t.Fatalf("spec %q accepted with field %s", spec, field)
+			}
+		}
+	})
 }

@@ -17,6 +17,10 @@ const (
 	ModelReadyCondition = "ModelReady"
 	// CacheReadyCondition means the binding is Active and its claims Bound.
 	CacheReadyCondition = "CacheReady"
+	// SourceResolvedCondition says whether the git revision of the server's
+	// cache decision was found. It is informational: provenance problems
+	// never stall a server.
+	SourceResolvedCondition = "SourceResolved"
 	// ConfigurationDriftCondition means the cluster no longer matches a
 	// binding's recorded cluster facts. It never authorises deletion.
 	ConfigurationDriftCondition = "ConfigurationDrift"
@@ -90,6 +94,23 @@ const (
 	DecisionRecordedReason = "DecisionRecorded"
 	// SourceUnknownReason: a cache decision was recorded with no git revision.
 	SourceUnknownReason = "SourceUnknown"
+	// SourceResolvedReason: the decision's source names a git commit.
+	SourceResolvedReason = "Resolved"
+	// SourcePendingReason: the GitOps tool had not finished applying the
+	// server when the decision was recorded; what it was applying is kept.
+	SourcePendingReason = "SourcePending"
+	// InvalidRevisionReason: the revision found cannot be parsed; it is
+	// recorded as written, with no commit.
+	InvalidRevisionReason = "InvalidRevision"
+	// SourceNotFoundReason: the server names a Kustomization or Application
+	// that does not exist, or whose kind is not installed.
+	SourceNotFoundReason = "SourceNotFound"
+	// NotGitSourceReason: the manifest came from a Helm chart repository, so
+	// the decision cannot be re-derived from git.
+	NotGitSourceReason = "NotGitSource"
+	// RenderInputsTooLargeReason: the GitOps object's render settings are
+	// too large to record; the decision cannot be re-rendered exactly.
+	RenderInputsTooLargeReason = "RenderInputsTooLarge"
 	// ClaimResizedReason: a cache claim was resized by hand.
 	ClaimResizedReason = "ClaimResized"
 	// StorageClassDeletedReason: the StorageClass recorded by a binding was

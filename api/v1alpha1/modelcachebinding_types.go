@@ -138,9 +138,21 @@ type DecisionSource struct {
 	// +optional
 	Path string `json:"path,omitempty"`
 
+	// Chart is the Helm chart when the manifest came from a chart
+	// repository rather than git; Repository is then the chart repository
+	// and Revision the chart version.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Chart string `json:"chart,omitempty"`
+
 	// ObjectRef is the Flux Kustomization or Argo CD Application.
 	// +optional
 	ObjectRef *SourceObjectReference `json:"objectRef,omitempty"`
+
+	// Render holds what rendering the manifest needs that the repository
+	// does not: the GitOps object's settings at decision time.
+	// +optional
+	Render *RenderInputs `json:"render,omitempty"`
 
 	// DecidedAt is when the decision was recorded.
 	DecidedAt metav1.Time `json:"decidedAt"`
@@ -160,6 +172,55 @@ const (
 	// SourceUnknown means no revision could be found.
 	SourceUnknown SourceMethod = "Unknown"
 )
+
+// RenderInputs are the inputs of a render that are not in git, recorded
+// when the decision is made so an audit renders with the same ones. Secret
+// values are never recorded, only the Secrets' names and versions.
+type RenderInputs struct {
+	// Spec is the render-relevant part of the Flux Kustomization's or Argo
+	// CD Application's spec at decision time, as JSON: everything but the
+	// fields known not to change what is rendered (intervals, health
+	// checks, pruning, the source reference).
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	Spec string `json:"spec,omitempty"`
+
+	// Revisions are the revisions of every source of a multi-source Argo
+	// CD Application, in the order of spec.sources.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=512
+	// +optional
+	Revisions []string `json:"revisions,omitempty"`
+
+	// SubstituteFrom are the ConfigMaps and Secrets of a Flux
+	// Kustomization's postBuild.substituteFrom at decision time.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	SubstituteFrom []SubstitutionSource `json:"substituteFrom,omitempty"`
+}
+
+// MaxRenderSpecLength is the longest RenderInputs.Spec a binding records.
+const MaxRenderSpecLength = 65536
+
+// SubstitutionSource is one ConfigMap or Secret a Flux post-build
+// substitution read its variables from.
+type SubstitutionSource struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// Name of the object, in the Kustomization's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Optional is set when a missing object is no error.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+	// ResourceVersion of the object at decision time; empty when it did
+	// not exist.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
 
 // SourceObjectReference points at a GitOps object.
 type SourceObjectReference struct {

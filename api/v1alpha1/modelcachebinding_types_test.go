@@ -92,6 +92,9 @@ func TestModelCacheBindingSpecIsImmutable(t *testing.T) {
 		{"identity", func(b *embedopsv1.ModelCacheBinding) { b.Spec.Identity.Revision = "v2" }, "spec.identity is immutable"},
 		{"decision", func(b *embedopsv1.ModelCacheBinding) { b.Spec.Decision.Size = resource.MustParse("20Gi") }, "spec.decision is immutable"},
 		{"source", func(b *embedopsv1.ModelCacheBinding) { b.Spec.Source.Commit = commitB }, "spec.source is immutable"},
+		{"render inputs", func(b *embedopsv1.ModelCacheBinding) {
+			b.Spec.Source.Render = &embedopsv1.RenderInputs{Spec: `{"path":"./other"}`}
+		}, "spec.source is immutable"},
 		{"claim removed", func(b *embedopsv1.ModelCacheBinding) { b.Spec.Resources.PersistentVolumeClaimNames = nil }, "may be added to, never removed from"},
 	}
 	for _, tc := range cases {

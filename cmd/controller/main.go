@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/embedops/embedops/internal/controller"
+	"github.com/embedops/embedops/internal/provenance"
 )
 
 func main() {
@@ -39,6 +40,8 @@ func main() {
 			"config/manager passes the controller's own image. Empty: TEI downloads the model itself.")
 	flag.IntVar(&opts.ModelCacheBinding.HistoryLimit, "binding-history-limit", controller.DefaultBindingHistoryLimit,
 		"How many Released ModelCacheBindings are kept per server as audit records; older ones are deleted.")
+	flag.StringVar(&opts.EmbeddingServer.ArgoCDNamespace, "argocd-namespace", provenance.DefaultArgoCDNamespace,
+		"Argo CD's own namespace, where the Applications that tracking ids and instance labels name without a namespace live.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader election lease; empty means the controller's own namespace (set it outside a cluster).")
 	opts.LeaderElection.BindFlags(flag.CommandLine)

@@ -100,7 +100,11 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 	if err != nil {
 		return concluded(res, selfChecked, fmt.Sprintf("opening the repository: %v", err))
 	}
-	w := a.walk(repo, binding)
+	rc, reason := recipeFor(repo, source)
+	if reason != "" {
+		return concluded(res, selfChecked, reason)
+	}
+	w := a.walk(repo, binding, rc)
 	recorded, err := repo.CommitObject(plumbing.NewHash(source.Commit))
 	if err != nil {
 		return concluded(res, selfChecked, fmt.Sprintf("commit %s is not in the repository: %v", source.Commit, err))
@@ -148,6 +152,8 @@ func concluded(res Result, selfChecked []Difference, reason string) Result {
 // unverifiableSource says why a binding's source names no commit to render.
 func unverifiableSource(source embedopsv1.DecisionSource) string {
 	switch {
+	case source.Chart != "":
+		return fmt.Sprintf("not a git source: chart %s %s from %s", source.Chart, source.Revision, source.Repository)
 	case source.Method == embedopsv1.SourceUnknown || source.Method == "":
 		return "the binding's source is Unknown: no git revision was recorded"
 	case source.Commit == "":

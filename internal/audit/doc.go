@@ -11,14 +11,24 @@
 //   - No output and no clock: results are values (ready for a table, JSON or
 //     YAML) and progress is a callback; the caller prints.
 //   - Renders are hermetic: kustomize reads a commit's tree, copied into
-//     memory as it is read, never the work tree or the local disk. A path
+//     memory as it is read, never the work tree (the Flux generator and
+//     Helm's value files read a temporary copy of what they need). A path
 //     without a kustomization is built as kustomize-controller builds it,
 //     from a kustomization generated over its manifests; files may be loaded
 //     from anywhere in the repository; plugins beyond the built-in ones are
 //     off. Remote bases are not supported (kustomize tries to clone them and
-//     the build fails). Settings of the Flux Kustomization or Argo CD
-//     Application itself (targetNamespace, patches, substitutions) are not
-//     applied: servers without a namespace take the binding's.
+//     the build fails).
+//   - A binding that records its GitOps object's settings (spec.source.render)
+//     is rendered as that tool renders: a Flux Kustomization with
+//     fluxcd/pkg/kustomize (generator, build, inline post-build substitution,
+//     commonMetadata); an Argo CD source as a directory (recurse,
+//     include/exclude), a kustomization with Argo's overrides, or a Helm chart
+//     with the Helm SDK, `$ref` value files read from the ref source's
+//     recorded commit. What cannot be reproduced (substitution from a
+//     ConfigMap or Secret, an unknown setting, a plugin, jsonnet, a chart
+//     repository) makes the binding Unverifiable, naming it; nothing is
+//     guessed. Without recorded settings, servers without a namespace take
+//     the binding's.
 //   - A build is reused, never repeated, for any commit whose tree answers
 //     every read the build made (file contents, directory listings,
 //     existence checks) the same way, so walking a long history builds only

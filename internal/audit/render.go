@@ -72,6 +72,23 @@ func (f *footprint) key(objs *objects, root *object.Tree) (string, error) {
 	return b.String(), nil
 }
 
+// recipe renders a directory of a commit's tree: plainly with kustomize,
+// as a Flux Kustomization, or as an Argo CD source.
+type recipe interface {
+	// key tells recipes apart: builds are reused only within one recipe.
+	key() string
+	// build renders dir from fs.
+	build(fs *treeFS, dir string) *rendering
+}
+
+// plain builds a directory with kustomize alone, for sources that record
+// no GitOps object's settings.
+type plain struct{}
+
+func (plain) key() string { return "plain" }
+
+func (plain) build(fs *treeFS, dir string) *rendering { return build(fs, dir) }
+
 // renderer builds directories of one repository's commits, reusing a build
 // for any commit whose tree answers that build's reads the same way.
 type renderer struct {
@@ -86,10 +103,11 @@ func newRenderer(objs *objects) *renderer {
 	return &renderer{objects: objs, footprints: map[string][]*footprint{}}
 }
 
-// render builds dir at a commit's root tree, or returns an equal earlier
-// build.
-func (r *renderer) render(root *object.Tree, dir string) *rendering {
-	for _, f := range r.footprints[dir] {
+// render builds dir at a commit's root tree with a recipe, or returns an
+// equal earlier build.
+func (r *renderer) render(root *object.Tree, dir string, rc recipe) *rendering {
+	slot := dir + "\x00" + rc.key()
+	for _, f := range r.footprints[slot] {
 		key, err := f.key(r.objects, root)
 		if err != nil {
 			return &rendering{err: fmt.Errorf("%w: %w", errRepository, err)}
@@ -99,12 +117,12 @@ func (r *renderer) render(root *object.Tree, dir string) *rendering {
 		}
 	}
 	fs := newTreeFS(root, r.objects)
-	result := build(fs, dir)
+	result := rc.build(fs, dir)
 	r.renders++
 	if fs.err != nil {
 		return &rendering{err: fmt.Errorf("%w: %w", errRepository, fs.err)}
 	}
-	f := r.footprintOf(dir, fs.accesses)
+	f := r.footprintOf(slot, fs.accesses)
 	key, err := f.key(r.objects, root)
 	if err != nil {
 		return &rendering{err: fmt.Errorf("%w: %w", errRepository, err)}
@@ -113,9 +131,9 @@ func (r *renderer) render(root *object.Tree, dir string) *rendering {
 	return result
 }
 
-// footprintOf returns the known footprint with exactly these reads, or adds
-// one.
-func (r *renderer) footprintOf(dir string, reads map[access]bool) *footprint {
+// footprintOf returns the known footprint of a slot (a directory and a
+// recipe) with exactly these reads, or adds one.
+func (r *renderer) footprintOf(slot string, reads map[access]bool) *footprint {
 	accesses := make([]access, 0, len(reads))
 	for a := range reads {
 		accesses = append(accesses, a)
@@ -126,13 +144,13 @@ func (r *renderer) footprintOf(dir string, reads map[access]bool) *footprint {
 		}
 		return int(a.kind) - int(b.kind)
 	})
-	for _, f := range r.footprints[dir] {
+	for _, f := range r.footprints[slot] {
 		if slices.Equal(f.accesses, accesses) {
 			return f
 		}
 	}
 	f := &footprint{accesses: accesses, results: map[string]*rendering{}}
-	r.footprints[dir] = append(r.footprints[dir], f)
+	r.footprints[slot] = append(r.footprints[slot], f)
 	return f
 }
 

@@ -27,7 +27,7 @@ func TestRenderReusesBuildsWhoseReadsAreUnchanged(t *testing.T) {
 	g := NewWithT(t)
 	repo := newGitops(t)
 	r := newRenderer(newObjects(repo.repo.Storer))
-	at := func(i int) *rendering { return r.render(rootOf(g, repo.repo, repo.commits[i]), overlayPath) }
+	at := func(i int) *rendering { return r.render(rootOf(g, repo.repo, repo.commits[i]), overlayPath, plain{}) }
 
 	scaled := at(4)
 	g.Expect(scaled.err).NotTo(HaveOccurred())
@@ -76,9 +76,9 @@ func TestRenderRebuildsWhenAnInputChanges(t *testing.T) {
 			after := h.commit("Edit", tc.edit)
 			_, repo := h.save()
 			r := newRenderer(newObjects(repo.Storer))
-			first := r.render(rootOf(g, repo, before), tc.dir)
+			first := r.render(rootOf(g, repo, before), tc.dir, plain{})
 			g.Expect(first.err).NotTo(HaveOccurred())
-			second := r.render(rootOf(g, repo, after), tc.dir)
+			second := r.render(rootOf(g, repo, after), tc.dir, plain{})
 			g.Expect(second.err).NotTo(HaveOccurred())
 			if !tc.rebuilt {
 				g.Expect(second).To(BeIdenticalTo(first))

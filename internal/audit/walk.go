@@ -17,6 +17,7 @@ import (
 // walk evaluates one binding's decision at commits of one repository.
 type walk struct {
 	renderer  *renderer
+	recipe    recipe
 	binding   *embedopsv1.ModelCacheBinding
 	dir       string
 	namespace string
@@ -32,8 +33,8 @@ type evaluation struct {
 	err error
 }
 
-// walk starts evaluating a binding in a repository.
-func (a *auditor) walk(repo *git.Repository, binding *embedopsv1.ModelCacheBinding) *walk {
+// walk starts evaluating a binding in a repository with a recipe.
+func (a *auditor) walk(repo *git.Repository, binding *embedopsv1.ModelCacheBinding, rc recipe) *walk {
 	r, ok := a.renderers[repo]
 	if !ok {
 		r = newRenderer(newObjects(repo.Storer))
@@ -41,17 +42,22 @@ func (a *auditor) walk(repo *git.Repository, binding *embedopsv1.ModelCacheBindi
 	}
 	return &walk{
 		renderer:      r,
+		recipe:        rc,
 		binding:       binding,
 		dir:           renderDir(binding.Spec.Source.Path),
-		namespace:     defaultNamespace(binding),
+		namespace:     defaultNamespace(binding, rc),
 		rendersBefore: r.renders,
 		seen:          map[*rendering]evaluation{},
 	}
 }
 
-// defaultNamespace is the namespace of rendered servers that name none: the
-// binding's, which is its servers'.
-func defaultNamespace(binding *embedopsv1.ModelCacheBinding) string {
+// defaultNamespace is the namespace of rendered servers that name none:
+// the one the GitOps tool applies them in, else the binding's, which is its
+// servers'.
+func defaultNamespace(binding *embedopsv1.ModelCacheBinding, rc recipe) string {
+	if applied, ok := rc.(interface{ namespace() string }); ok && applied.namespace() != "" {
+		return applied.namespace()
+	}
 	if binding.Namespace != "" {
 		return binding.Namespace
 	}
@@ -70,7 +76,7 @@ func (w *walk) evaluate(commit *object.Commit) evaluation {
 	if err != nil {
 		return evaluation{err: fmt.Errorf("%w: reading the tree of commit %s: %w", errRepository, commit.Hash, err)}
 	}
-	built := w.renderer.render(root, w.dir)
+	built := w.renderer.render(root, w.dir, w.recipe)
 	if ev, ok := w.seen[built]; ok {
 		return ev
 	}

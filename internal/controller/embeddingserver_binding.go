@@ -34,27 +34,25 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		conditions.Delete(server, embedopsv1.CacheReadyCondition)
 		return ctrl.Result{}, nil
 	}
+	// Provenance is resolved only when a binding is created (its source is
+	// immutable); a problem with it is reported, never a reason to wait.
+	var resolution provenance.Resolution
 	bound, err := r.ledger.Bind(ctx, server, d, func(ctx context.Context) (embedopsv1.DecisionSource, error) {
-		return r.provenance.Resolve(ctx, server)
+		var err error
+		resolution, err = r.provenance.Resolve(ctx, server)
+		return resolution.Source, err
 	})
 	switch {
-	case errors.Is(err, provenance.ErrSourcePending):
-		message := "waiting for the GitOps tool to finish applying the server before recording its cache decision"
-		conditions.MarkFalse(server, embedopsv1.CacheReadyCondition, embedopsv1.PendingReason, "%s", message)
-		conditions.MarkFalse(server, embedopsv1.ReadyCondition, embedopsv1.ProgressingReason, "%s", message)
-		scope.halted = true
-		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
-	case errors.Is(err, provenance.ErrInvalidRevision):
-		return ctrl.Result{}, r.refuseSpec(scope, err)
 	case err != nil:
 		return ctrl.Result{}, err
 	case bound.ServerGone:
 		ctrl.LoggerFrom(ctx).Info("not referencing a binding: the server is gone or being deleted")
 		scope.halted = true
 		return ctrl.Result{}, nil
-	}
-	if bound.Created {
-		r.eventDecision(server, bound.Binding.Name, bound.Binding.Spec.Source)
+	case bound.Created:
+		r.reportSource(server, bound.Binding.Name, resolution)
+	case !conditions.Has(server, embedopsv1.SourceResolvedCondition):
+		r.reportRecordedSource(server, bound.Binding)
 	}
 	scope.cache = cacheOf(d, bound.Binding.Name, r.populatorImage)
 	scope.binding = bound.Binding
@@ -97,18 +95,40 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 	return nil
 }
 
-// eventDecision tells, on the server, which revision a new cache decision
-// was recorded at; an unknown source is a warning, since the decision
-// cannot be audited from git.
-func (r *EmbeddingServerReconciler) eventDecision(server *embedopsv1.EmbeddingServer, binding string, source embedopsv1.DecisionSource) {
-	if source.Method == embedopsv1.SourceUnknown {
-		r.events.Eventf(server, nil, corev1.EventTypeWarning, embedopsv1.SourceUnknownReason, "RecordDecision",
-			"recorded cache decision %s with no known source: annotate the server with %s or apply it with Flux or Argo CD to make it auditable",
-			binding, embedopsv1.SourceRevisionAnnotation)
+// reportSource sets SourceResolved from the resolution the new binding
+// recorded, and tells which revision it was recorded at: a Normal event
+// when the source names a commit, else one Warning per change of reason.
+// Provenance never stalls a server.
+func (r *EmbeddingServerReconciler) reportSource(server *embedopsv1.EmbeddingServer, binding string, res provenance.Resolution) {
+	source := res.Source
+	if res.Reason == "" {
+		conditions.MarkTrue(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceResolvedReason,
+			"cache decision %s recorded at %s (%s)", binding, source.Revision, source.Method)
+		r.events.Eventf(server, nil, corev1.EventTypeNormal, embedopsv1.DecisionRecordedReason, "RecordDecision",
+			"recorded cache decision %s at %s (%s)", binding, source.Revision, source.Method)
 		return
 	}
-	r.events.Eventf(server, nil, corev1.EventTypeNormal, embedopsv1.DecisionRecordedReason, "RecordDecision",
-		"recorded cache decision %s at %s (%s)", binding, source.Revision, source.Method)
+	changed := conditions.GetReason(server, embedopsv1.SourceResolvedCondition) != res.Reason
+	conditions.MarkFalse(server, embedopsv1.SourceResolvedCondition, res.Reason,
+		"cache decision %s recorded with method %s: %s", binding, source.Method, res.Message)
+	if changed {
+		r.events.Eventf(server, nil, corev1.EventTypeWarning, res.Reason, "RecordDecision",
+			"recorded cache decision %s with method %s: %s", binding, source.Method, res.Message)
+	}
+}
+
+// reportRecordedSource sets SourceResolved, without an event, for a server
+// that uses a binding another server created: from the source the binding
+// records.
+func (r *EmbeddingServerReconciler) reportRecordedSource(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) {
+	source := binding.Spec.Source
+	if source.Method == embedopsv1.SourceUnknown {
+		conditions.MarkFalse(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceUnknownReason,
+			"binding %s records its cache decision with no known source", binding.Name)
+		return
+	}
+	conditions.MarkTrue(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceResolvedReason,
+		"cache decision %s recorded at %s (%s)", binding.Name, source.Revision, source.Method)
 }
 
 // jitter adds up to a tenth to a requeue, so servers changed together do

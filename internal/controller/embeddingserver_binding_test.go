@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,11 +116,20 @@ func TestDecisionSourceIsRecordedAndTold(t *testing.T) {
 	}).Should(Succeed())
 }
 
-func TestMalformedDeclaredRevisionStalls(t *testing.T) {
+// TestMalformedDeclaredRevisionKeepsServing: a provenance problem is
+// recorded and reported, never a reason to stall the server.
+func TestMalformedDeclaredRevisionKeepsServing(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	server := fixtures.EmbeddingServer(namespace, "tei")
 	server.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "main"}
 	key := createServer(t, g, server)
-	stalled := waitForCondition(t, g, key, embedopsv1.StalledCondition, metav1.ConditionTrue, embedopsv1.ConfigurationInvalidReason)
-	g.Expect(stalled.Status.CacheBinding).To(BeEmpty(), "no decision is recorded without a valid source")
+	binding := waitForBinding(t, g, key, "")
+	g.Expect(binding.Spec.Source.Method).To(Equal(embedopsv1.SourceDeclared))
+	g.Expect(binding.Spec.Source.Revision).To(Equal("main"))
+	g.Expect(binding.Spec.Source.Commit).To(BeEmpty())
+	resolved := waitForCondition(t, g, key, embedopsv1.SourceResolvedCondition, metav1.ConditionFalse, embedopsv1.InvalidRevisionReason)
+	g.Expect(conditions.IsStalled(resolved)).To(BeFalse(), "a provenance problem never stalls the server")
+	g.Eventually(func(g Gomega) {
+		g.Expect(warningEvents(t, g, namespace, "tei", embedopsv1.InvalidRevisionReason)).To(HaveLen(1))
+	}).Should(Succeed())
 }

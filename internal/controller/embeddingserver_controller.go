@@ -73,6 +73,9 @@ type EmbeddingServerReconcilerOptions struct {
 	// controller's own image. Empty means TEI downloads the model itself and
 	// ModelReady is not reported.
 	PopulatorImage string
+	// ArgoCDNamespace is Argo CD's own namespace, where Applications named
+	// without one live; empty means provenance.DefaultArgoCDNamespace.
+	ArgoCDNamespace string
 }
 
 // EmbeddingServerReconciler runs TEI servers: it applies each
@@ -139,7 +142,7 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 	r.client, r.apiReader, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), recorder, l
 	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
-	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader()}
+	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader(), ArgoCDNamespace: opts.ArgoCDNamespace}
 	r.now = time.Now
 	r.progressInterval = opts.ProgressInterval
 	if r.progressInterval <= 0 {

@@ -30,6 +30,7 @@ var ownedConditions = []string{
 	embedopsv1.AcceptedCondition,
 	embedopsv1.CacheReadyCondition,
 	embedopsv1.ModelReadyCondition,
+	embedopsv1.SourceResolvedCondition,
 }
 
 // degradedReasons are the Ready=False reasons of failing pods.

@@ -3,6 +3,7 @@ package provenance
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,44 +13,70 @@ import (
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
+// InstanceLabel is the label Argo CD's label tracking sets to the
+// Application's name (argo-cd common/common.go LabelKeyAppInstance).
+const InstanceLabel = "app.kubernetes.io/instance"
+
 var applicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
 
-// argoCD follows the tracking id to the Application and takes the revision
-// of its current operation, else the one it last synced.
-func (r *Resolver) argoCD(ctx context.Context, obj client.Object) (embedopsv1.DecisionSource, bool, error) {
-	raw, ok := obj.GetAnnotations()[TrackingIDAnnotation]
+// argoCD finds the Application that synced obj and records the source that
+// rendered it at the revision of its current operation, else the one it
+// last synced.
+func (r *Resolver) argoCD(ctx context.Context, obj client.Object) (Resolution, bool, error) {
+	key, byLabel, ok := r.trackingApplication(obj)
 	if !ok {
-		return embedopsv1.DecisionSource{}, false, nil
+		return Resolution{}, false, nil
 	}
-	id, err := ParseTrackingID(raw)
-	if err != nil || !tracks(id, obj) {
-		// A foreign or copied annotation says nothing about this object.
-		return embedopsv1.DecisionSource{}, false, nil
-	}
-	app, found, err := r.getOptional(ctx, applicationGVK, types.NamespacedName{Namespace: r.argoNamespace(id), Name: id.AppName})
-	if err != nil || !found {
-		return embedopsv1.DecisionSource{}, false, err
-	}
-	revision := firstString(app, []string{"status", "operationState", "syncResult", "revision"}, []string{"status", "sync", "revision"})
-	if revision == "" {
-		return embedopsv1.DecisionSource{}, false, fmt.Errorf("application %s/%s has no synced revision: %w", app.GetNamespace(), app.GetName(), ErrSourcePending)
-	}
-	rev, err := ParseRevision(revision)
+	app, found, err := r.getOptional(ctx, applicationGVK, key)
 	if err != nil {
-		return embedopsv1.DecisionSource{}, false, fmt.Errorf("application %s/%s: %w", app.GetNamespace(), app.GetName(), err)
+		return Resolution{}, false, err
 	}
-	return embedopsv1.DecisionSource{
-		Method: embedopsv1.SourceArgoCD, Revision: revision, Commit: rev.Commit(),
-		Repository: firstString(app, []string{"spec", "source", "repoURL"}),
-		Path:       firstString(app, []string{"spec", "source", "path"}),
-		ObjectRef:  objectRef(app),
-	}, true, nil
+	if !found {
+		if byLabel {
+			// The instance label is also Helm's convention: it proves nothing.
+			return Resolution{}, false, nil
+		}
+		return notFound("Application", key), false, nil
+	}
+	if byLabel && !listsResource(app, obj) {
+		return Resolution{}, false, nil
+	}
+	res, err := argoResolution(app)
+	return res, err == nil, err
 }
 
-func (r *Resolver) argoNamespace(id TrackingID) string {
+// trackingApplication names the Application tracking obj. Annotation and
+// annotation+label tracking write the tracking id annotation, which names
+// the object itself; label tracking writes only the instance label (argo-cd
+// util/argo/resource_tracking.go, SetAppInstance).
+func (r *Resolver) trackingApplication(obj client.Object) (key types.NamespacedName, byLabel, ok bool) {
+	if raw, found := obj.GetAnnotations()[TrackingIDAnnotation]; found {
+		id, err := ParseTrackingID(raw)
+		if err != nil || !tracks(id, obj) {
+			// A foreign or copied annotation says nothing about this object.
+			return types.NamespacedName{}, false, false
+		}
+		return types.NamespacedName{Namespace: r.argoNamespace(id.AppNamespace), Name: id.AppName}, false, true
+	}
+	instance := obj.GetLabels()[InstanceLabel]
+	if instance == "" {
+		return types.NamespacedName{}, false, false
+	}
+	// Applications in any namespace are named <namespace>_<name>.
+	namespace, name, found := strings.Cut(instance, "_")
+	if !found {
+		namespace, name = "", instance
+	}
+	if name == "" {
+		return types.NamespacedName{}, false, false
+	}
+	return types.NamespacedName{Namespace: r.argoNamespace(namespace), Name: name}, true, true
+}
+
+func (r *Resolver) argoNamespace(appNamespace string) string {
 	switch {
-	case id.AppNamespace != "":
-		return id.AppNamespace
+	case appNamespace != "":
+		return appNamespace
 	case r.ArgoCDNamespace != "":
 		return r.ArgoCDNamespace
 	default:
@@ -63,12 +90,54 @@ func tracks(id TrackingID, obj client.Object) bool {
 		id.Namespace == obj.GetNamespace() && id.Name == obj.GetName()
 }
 
-// firstString returns the first non-empty string at one of the paths.
-func firstString(obj *unstructured.Unstructured, paths ...[]string) string {
-	for _, path := range paths {
-		if value, _, _ := unstructured.NestedString(obj.Object, path...); value != "" {
-			return value
+// listsResource reports whether the Application's status.resources lists
+// obj, or an operation is running (the first sync lists it only after).
+func listsResource(app *unstructured.Unstructured, obj client.Object) bool {
+	if phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase"); phase == "Running" {
+		return true
+	}
+	resources, _, _ := unstructured.NestedSlice(app.Object, "status", "resources")
+	for _, resource := range resources {
+		fields, ok := resource.(map[string]any)
+		if ok && fields["group"] == embedopsv1.GroupVersion.Group && fields["kind"] == embedopsv1.EmbeddingServerKind &&
+			fields["namespace"] == obj.GetNamespace() && fields["name"] == obj.GetName() {
+			return true
 		}
 	}
-	return ""
+	return false
+}
+
+// argoResolution records the Application's manifest source at its synced
+// revision, with the render inputs.
+func argoResolution(app *unstructured.Unstructured) (Resolution, error) {
+	where := fmt.Sprintf("Application %s/%s", app.GetNamespace(), app.GetName())
+	sources, err := ApplicationSources(app.Object)
+	if err != nil {
+		return Resolution{Source: embedopsv1.DecisionSource{Method: embedopsv1.SourceUnknown, ObjectRef: objectRef(app)},
+			Reason: embedopsv1.InvalidRevisionReason, Message: fmt.Sprintf("%s: %v", where, err)}, nil
+	}
+	render, err := ArgoRenderInputs(app.Object, sources)
+	if err != nil {
+		return Resolution{}, err
+	}
+	index := ManifestSource(sources)
+	if index < 0 {
+		return Resolution{Source: embedopsv1.DecisionSource{Method: embedopsv1.SourceUnknown, ObjectRef: objectRef(app)},
+			Reason: embedopsv1.SourceNotFoundReason, Message: where + " has no source that renders manifests"}, nil
+	}
+	chosen := sources[index]
+	source := embedopsv1.DecisionSource{
+		Method: embedopsv1.SourceArgoCD, Repository: chosen.RepoURL, Path: chosen.Path, Chart: chosen.Chart,
+		ObjectRef: objectRef(app), Render: render,
+	}
+	switch {
+	case chosen.Revision == "":
+		source.Method = embedopsv1.SourceUnknown
+		return Resolution{Source: source, Reason: embedopsv1.SourcePendingReason, Message: where + " has not synced a revision yet"}, nil
+	case chosen.Chart != "":
+		source.Revision = chosen.Revision
+		return Resolution{Source: source, Reason: embedopsv1.NotGitSourceReason,
+			Message: fmt.Sprintf("%s renders chart %s %s from %s, not a git source", where, chosen.Chart, chosen.Revision, chosen.RepoURL)}, nil
+	}
+	return withRevision(source, chosen.Revision, where), nil
 }

@@ -1,6 +1,7 @@
 package provenance_test
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -13,10 +14,11 @@ import (
 	"github.com/embedops/embedops/test/harness"
 )
 
-// application creates an Argo CD Application with the given status.
-func application(t *testing.T, c client.Client, namespace, name string, status map[string]any) {
+// application creates the Argo CD Application "models" with the given
+// status.
+func application(t *testing.T, c client.Client, namespace string, status map[string]any) {
 	t.Helper()
-	app := object("argoproj.io/v1alpha1", "Application", namespace, name, map[string]any{
+	app := object("argoproj.io/v1alpha1", "Application", namespace, "models", map[string]any{
 		"spec": map[string]any{
 			"project":     "default",
 			"source":      map[string]any{"repoURL": repoURL, "path": "apps/models", "targetRevision": "main"},
@@ -56,13 +58,14 @@ func TestResolveArgoCD(t *testing.T) {
 				appNamespace = namespace
 				tc.trackingPrefix = namespace + "_models"
 			}
-			application(t, env.Client, appNamespace, "models", tc.status)
+			application(t, env.Client, appNamespace, tc.status)
 			es := server(t, env.Client, namespace, nil, map[string]string{
 				provenance.TrackingIDAnnotation: tc.trackingPrefix + ":embedops.dev/EmbeddingServer:" + namespace + "/bge",
 			})
 			r := resolver(env.Client)
 			r.ArgoCDNamespace = appNamespace
-			source, err := r.Resolve(t.Context(), es)
+			res, err := r.Resolve(t.Context(), es)
+			source := res.Source
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(source.Method).To(Equal(embedopsv1.SourceArgoCD))
 			g.Expect(source.Commit).To(Equal(tc.commit))
@@ -76,13 +79,14 @@ func TestResolveArgoCD(t *testing.T) {
 func TestResolveArgoCDIgnoresATrackingIDForAnotherObject(t *testing.T) {
 	g := NewWithT(t)
 	namespace := harness.Namespace(t, env.Client)
-	application(t, env.Client, namespace, "models", map[string]any{"sync": map[string]any{"revision": sha1Hex, "status": "Synced"}})
+	application(t, env.Client, namespace, map[string]any{"sync": map[string]any{"revision": sha1Hex, "status": "Synced"}})
 	es := server(t, env.Client, namespace, nil, map[string]string{
 		provenance.TrackingIDAnnotation: "models:embedops.dev/EmbeddingServer:" + namespace + "/someone-else",
 	})
 	r := resolver(env.Client)
 	r.ArgoCDNamespace = namespace
-	source, err := r.Resolve(t.Context(), es)
+	res, err := r.Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source.Method).To(Equal(embedopsv1.SourceUnknown))
 }
@@ -100,7 +104,103 @@ func TestResolveWithoutGitOpsCRDs(t *testing.T) {
 	es := server(t, bare.Client, "models", fluxLabels("models"), map[string]string{
 		provenance.TrackingIDAnnotation: "models:embedops.dev/EmbeddingServer:models/bge",
 	})
-	source, err := resolver(bare.Client).Resolve(t.Context(), es)
+	res, err := resolver(bare.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source.Method).To(Equal(embedopsv1.SourceUnknown))
+}
+
+// multiSourceApplication creates an Application with a chart, a git path
+// and a values ref, synced at revisions.
+func multiSourceApplication(t *testing.T, c client.Client, namespace string, sources []any, revisions []any) {
+	t.Helper()
+	app := object("argoproj.io/v1alpha1", "Application", namespace, "models", map[string]any{
+		"spec": map[string]any{
+			"project":     "default",
+			"sources":     sources,
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "models"},
+		},
+		"status": map[string]any{"sync": map[string]any{"revisions": revisions, "status": "Synced"}},
+	})
+	NewWithT(t).Expect(c.Create(t.Context(), app)).To(Succeed())
+}
+
+func TestResolveArgoCDMultiSource(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	multiSourceApplication(t, env.Client, namespace, []any{
+		map[string]any{"repoURL": repoURL, "path": "charts/bge", "helm": map[string]any{"valueFiles": []any{"$values/env/prod.yaml"}}},
+		map[string]any{"repoURL": repoURL, "ref": "values"},
+	}, []any{sha1Hex, strings.Repeat("1", 40)})
+	es := server(t, env.Client, namespace, nil, map[string]string{
+		provenance.TrackingIDAnnotation: namespace + "_models:embedops.dev/EmbeddingServer:" + namespace + "/bge",
+	})
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(BeEmpty(), res.Message)
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceArgoCD))
+	g.Expect(res.Source.Commit).To(Equal(sha1Hex))
+	g.Expect(res.Source.Path).To(Equal("charts/bge"))
+	g.Expect(res.Source.Render.Revisions).To(Equal([]string{sha1Hex, strings.Repeat("1", 40)}))
+	g.Expect(res.Source.Render.Spec).To(ContainSubstring(`"$values/env/prod.yaml"`))
+	g.Expect(res.Source.Render.Spec).To(ContainSubstring(`"destination":{"namespace":"models"}`))
+}
+
+func TestResolveArgoCDChartIsNotAGitSource(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	multiSourceApplication(t, env.Client, namespace, []any{
+		map[string]any{"repoURL": "https://charts.example.com", "chart": "tei", "targetRevision": "1.2.0"},
+	}, []any{"1.2.0"})
+	es := server(t, env.Client, namespace, nil, map[string]string{
+		provenance.TrackingIDAnnotation: namespace + "_models:embedops.dev/EmbeddingServer:" + namespace + "/bge",
+	})
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(embedopsv1.NotGitSourceReason))
+	g.Expect(res.Source).To(HaveField("Method", embedopsv1.SourceArgoCD))
+	g.Expect(res.Source).To(HaveField("Chart", "tei"))
+	g.Expect(res.Source).To(HaveField("Revision", "1.2.0"))
+	g.Expect(res.Source).To(HaveField("Repository", "https://charts.example.com"))
+	g.Expect(res.Source.Commit).To(BeEmpty())
+}
+
+func TestResolveArgoCDPendingRecordsWhatIsKnown(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	application(t, env.Client, namespace, map[string]any{})
+	es := server(t, env.Client, namespace, nil, map[string]string{
+		provenance.TrackingIDAnnotation: namespace + "_models:embedops.dev/EmbeddingServer:" + namespace + "/bge",
+	})
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(embedopsv1.SourcePendingReason))
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceUnknown))
+	g.Expect(res.Source.Repository).To(Equal(repoURL))
+}
+
+// TestResolveArgoCDLabelTracking follows the instance label, in the
+// configured Argo CD namespace, only to an Application that lists the
+// server: the label is also Helm's convention.
+func TestResolveArgoCDLabelTracking(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	argoNamespace := harness.Namespace(t, env.Client)
+	application(t, env.Client, argoNamespace, map[string]any{
+		"sync":      map[string]any{"revision": sha1Hex, "status": "Synced"},
+		"resources": []any{map[string]any{"group": "embedops.dev", "kind": "EmbeddingServer", "namespace": namespace, "name": "bge", "version": "v1alpha1"}},
+	})
+	es := server(t, env.Client, namespace, map[string]string{provenance.InstanceLabel: "models"}, nil)
+	r := resolver(env.Client)
+	r.ArgoCDNamespace = argoNamespace
+	res, err := r.Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceArgoCD))
+	g.Expect(res.Source.Commit).To(Equal(sha1Hex))
+
+	other := &embedopsv1.EmbeddingServer{}
+	other.Namespace, other.Name, other.Labels = namespace, "other", map[string]string{provenance.InstanceLabel: "models"}
+	res, err = r.Resolve(t.Context(), other)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceUnknown), "an Application that does not list the server did not sync it")
 }

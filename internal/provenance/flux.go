@@ -21,45 +21,57 @@ const (
 var kustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 
 // flux follows the kustomize-controller labels to the Kustomization. Its
-// lastAttemptedRevision is set before apply, so it is the revision being
-// applied even while the apply is under way.
-func (r *Resolver) flux(ctx context.Context, obj client.Object) (embedopsv1.DecisionSource, bool, error) {
+// lastAttemptedRevision is set before apply (kustomize-controller
+// internal/controller/kustomization_controller.go, reconcile: "Report
+// progress and set last attempted revision in status"), so it is the
+// revision being applied even while the apply is under way.
+func (r *Resolver) flux(ctx context.Context, obj client.Object) (Resolution, bool, error) {
 	labels := obj.GetLabels()
 	name, namespace := labels[FluxNameLabel], labels[FluxNamespaceLabel]
 	if name == "" || namespace == "" {
-		return embedopsv1.DecisionSource{}, false, nil
+		return Resolution{}, false, nil
 	}
-	ks, found, err := r.getOptional(ctx, kustomizationGVK, types.NamespacedName{Namespace: namespace, Name: name})
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	ks, found, err := r.getOptional(ctx, kustomizationGVK, key)
 	if err != nil || !found {
-		return embedopsv1.DecisionSource{}, false, err
+		return notFound("Kustomization", key), false, err
 	}
 	attempted, _, _ := unstructured.NestedString(ks.Object, "status", "lastAttemptedRevision")
 	applied, _, _ := unstructured.NestedString(ks.Object, "status", "lastAppliedRevision")
-	if !inFluxInventory(ks, obj) {
-		if attempted != "" && attempted != applied {
-			return embedopsv1.DecisionSource{}, false, fmt.Errorf("kustomization %s/%s at %s: %w", namespace, name, attempted, ErrSourcePending)
-		}
+	inInventory := inFluxInventory(ks, obj)
+	if !inInventory && (attempted == "" || attempted == applied) {
 		// Applied and still not in the inventory: the labels were copied.
-		return embedopsv1.DecisionSource{}, false, nil
+		res := notFound("Kustomization", key)
+		res.Message = fmt.Sprintf("Kustomization %s has applied %q without the server in its inventory: its labels were copied", key, applied)
+		return res, false, nil
 	}
-	return r.fluxSource(ctx, ks, attempted)
+	res, err := r.fluxSource(ctx, ks, attempted)
+	if err != nil {
+		return Resolution{}, false, err
+	}
+	if !inInventory && res.Reason == "" {
+		res.Reason = embedopsv1.SourcePendingReason
+		res.Message = fmt.Sprintf("Kustomization %s is applying %s and has not listed the server in its inventory yet", key, attempted)
+	}
+	return res, true, nil
 }
 
-// fluxSource fills the source from the Kustomization and its source object.
-func (r *Resolver) fluxSource(ctx context.Context, ks *unstructured.Unstructured, revision string) (embedopsv1.DecisionSource, bool, error) {
-	rev, err := ParseRevision(revision)
-	if err != nil {
-		return embedopsv1.DecisionSource{}, false, fmt.Errorf("kustomization %s/%s: %w", ks.GetNamespace(), ks.GetName(), err)
-	}
+// fluxSource fills the source from the Kustomization, its render inputs and
+// its source object.
+func (r *Resolver) fluxSource(ctx context.Context, ks *unstructured.Unstructured, revision string) (Resolution, error) {
 	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
 	repository, err := r.fluxRepositoryURL(ctx, ks)
 	if err != nil {
-		return embedopsv1.DecisionSource{}, false, err
+		return Resolution{}, err
 	}
-	return embedopsv1.DecisionSource{
-		Method: embedopsv1.SourceFlux, Revision: revision, Commit: rev.Commit(),
-		Repository: repository, Path: path, ObjectRef: objectRef(ks),
-	}, true, nil
+	render, err := r.fluxRenderInputs(ctx, ks)
+	if err != nil {
+		return Resolution{}, err
+	}
+	source := embedopsv1.DecisionSource{
+		Method: embedopsv1.SourceFlux, Repository: repository, Path: path, ObjectRef: objectRef(ks), Render: render,
+	}
+	return withRevision(source, revision, fmt.Sprintf("Kustomization %s/%s", ks.GetNamespace(), ks.GetName())), nil
 }
 
 // fluxRepositoryURL reads spec.url of the Kustomization's GitRepository; an

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -51,11 +54,14 @@ func TestResolveFlux(t *testing.T) {
 	})
 	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
 
-	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(BeEmpty(), res.Message)
 	g.Expect(source).To(Equal(embedopsv1.DecisionSource{
 		Method: embedopsv1.SourceFlux, Revision: revision, Commit: sha1Hex, Repository: repoURL, Path: "./clusters/dev",
 		ObjectRef: &embedopsv1.SourceObjectReference{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: namespace, Name: "apps"},
+		Render:    &embedopsv1.RenderInputs{Spec: `{"path":"./clusters/dev"}`},
 		DecidedAt: decidedAt,
 	}))
 }
@@ -69,17 +75,42 @@ func TestResolveFluxTakesTheRevisionBeingApplied(t *testing.T) {
 		"inventory": inventory(namespace),
 	})
 	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
-	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source.Revision).To(Equal(newer), "lastAttemptedRevision is set before apply")
 }
 
-func TestResolveFluxWaitsForAFirstApply(t *testing.T) {
+// TestResolveFluxRecordsTheRevisionBeingFirstApplied: the first apply has
+// not listed the server yet; what is being applied is recorded, never
+// waited for.
+func TestResolveFluxRecordsTheRevisionBeingFirstApplied(t *testing.T) {
+	g := NewWithT(t)
 	namespace := harness.Namespace(t, env.Client)
 	fluxFixture(t, env.Client, namespace, map[string]any{"lastAttemptedRevision": "main@sha1:" + sha1Hex})
 	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
-	_, err := resolver(env.Client).Resolve(t.Context(), es)
-	NewWithT(t).Expect(err).To(MatchError(provenance.ErrSourcePending))
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(embedopsv1.SourcePendingReason))
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(res.Source.Commit).To(Equal(sha1Hex))
+}
+
+// TestResolveFluxKeepsAnUnparsableRevision records the revision as written,
+// with no commit: the server keeps serving.
+func TestResolveFluxKeepsAnUnparsableRevision(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	fluxFixture(t, env.Client, namespace, map[string]any{
+		"lastAttemptedRevision": "main@md5:abc", "lastAppliedRevision": "main@md5:abc", "inventory": inventory(namespace),
+	})
+	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(embedopsv1.InvalidRevisionReason))
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(res.Source.Revision).To(Equal("main@md5:abc"))
+	g.Expect(res.Source.Commit).To(BeEmpty())
 }
 
 func TestResolveFluxIgnoresCopiedLabels(t *testing.T) {
@@ -88,7 +119,49 @@ func TestResolveFluxIgnoresCopiedLabels(t *testing.T) {
 	revision := "main@sha1:" + sha1Hex
 	fluxFixture(t, env.Client, namespace, map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision})
 	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
-	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source.Method).To(Equal(embedopsv1.SourceUnknown), "an applied Kustomization whose inventory lacks the object did not apply it")
+}
+
+// TestResolveFluxRecordsSubstitutionSources records the versions of the
+// ConfigMaps and Secrets a post-build substitution reads, never a value.
+func TestResolveFluxRecordsSubstitutionSources(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	revision := "main@sha1:" + sha1Hex
+	vars := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "vars"}, Data: map[string]string{"CLASS": "fast"}}
+	g.Expect(env.Client.Create(t.Context(), vars)).To(Succeed())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "token"}, StringData: map[string]string{"TOKEN": "s3cr3t-value"}}
+	g.Expect(env.Client.Create(t.Context(), secret)).To(Succeed())
+	fluxFixture(t, env.Client, namespace, map[string]any{
+		"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": inventory(namespace),
+	})
+	ks := object("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps", nil)
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(ks), ks)).To(Succeed())
+	g.Expect(unstructured.SetNestedField(ks.Object, map[string]any{
+		"substitute": map[string]any{"REGION": "eu"},
+		"substituteFrom": []any{
+			map[string]any{"kind": "ConfigMap", "name": "vars"},
+			map[string]any{"kind": "Secret", "name": "token"},
+			map[string]any{"kind": "ConfigMap", "name": "absent", "optional": true},
+		},
+	}, "spec", "postBuild")).To(Succeed())
+	g.Expect(unstructured.SetNestedField(ks.Object, "team", "spec", "targetNamespace")).To(Succeed())
+	g.Expect(env.Client.Update(t.Context(), ks)).To(Succeed())
+	es := server(t, env.Client, namespace, fluxLabels(namespace), nil)
+
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	render := res.Source.Render
+	g.Expect(render.SubstituteFrom).To(Equal([]embedopsv1.SubstitutionSource{
+		{Kind: "ConfigMap", Name: "vars", ResourceVersion: vars.ResourceVersion},
+		{Kind: "Secret", Name: "token", ResourceVersion: secret.ResourceVersion},
+		{Kind: "ConfigMap", Name: "absent", Optional: true},
+	}))
+	g.Expect(render.Spec).To(ContainSubstring(`"targetNamespace":"team"`))
+	g.Expect(render.Spec).To(ContainSubstring(`"REGION":"eu"`))
+	g.Expect(render.Spec).NotTo(ContainSubstring("interval"), "what does not change the render is not recorded")
+	g.Expect(render.Spec + render.SubstituteFrom[1].ResourceVersion).NotTo(ContainSubstring("s3cr3t"))
 }

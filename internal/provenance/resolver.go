@@ -2,7 +2,6 @@ package provenance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,10 +15,6 @@ import (
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
-// ErrSourcePending means a GitOps tool is applying the object right now and
-// has not recorded it yet: look again shortly rather than record Unknown.
-var ErrSourcePending = errors.New("the GitOps tool has not finished applying this object")
-
 // DefaultArgoCDNamespace is where Applications live when a tracking id
 // names no namespace.
 const DefaultArgoCDNamespace = "argocd"
@@ -27,7 +22,8 @@ const DefaultArgoCDNamespace = "argocd"
 // Resolver finds the source of an object's manifest. Flux and Argo CD
 // objects are read as unstructured, so their CRDs are optional.
 type Resolver struct {
-	// Reader reads Kustomizations, GitRepositories and Applications.
+	// Reader reads Kustomizations, GitRepositories, Applications, and the
+	// metadata of substitution ConfigMaps and Secrets.
 	Reader client.Reader
 	// ArgoCDNamespace is Argo CD's own namespace; empty means "argocd".
 	ArgoCDNamespace string
@@ -35,23 +31,72 @@ type Resolver struct {
 	Now func() metav1.Time
 }
 
-// method is one way of finding a source; found is false when it does not
-// apply to the object.
-type method func(ctx context.Context, obj client.Object) (source embedopsv1.DecisionSource, found bool, err error)
+// Resolution is what is known of an object's source. Provenance never
+// blocks serving: whatever goes wrong short of a failing API call, the
+// best-known source is returned (method Unknown when nothing is known) and
+// Reason says what is missing.
+type Resolution struct {
+	// Source is the best-known source, ready to record.
+	Source embedopsv1.DecisionSource
+	// Reason is empty when the source is fully resolved to a git commit,
+	// else one of the api/ reasons of the SourceResolved condition.
+	Reason string
+	// Message says what is missing, for the condition and the event.
+	Message string
+}
 
-// Resolve returns the source of obj: declared, Flux, Argo CD, else Unknown.
-func (r *Resolver) Resolve(ctx context.Context, obj client.Object) (embedopsv1.DecisionSource, error) {
+// method is one way of finding a source. found is true when it settles the
+// source; a resolution with a Reason and found false is a problem noted on
+// the way, reported if no later method finds the source. err is a failing
+// API call only.
+type method func(ctx context.Context, obj client.Object) (res Resolution, found bool, err error)
+
+// Resolve returns what is known of obj's source: declared, Flux, Argo CD,
+// else Unknown. The error is a failing API call, worth retrying; anything
+// else is a Resolution with a Reason.
+func (r *Resolver) Resolve(ctx context.Context, obj client.Object) (Resolution, error) {
+	var noted *Resolution
 	for _, find := range []method{r.declared, r.flux, r.argoCD} {
-		source, found, err := find(ctx, obj)
+		res, found, err := find(ctx, obj)
 		if err != nil {
-			return embedopsv1.DecisionSource{}, err
+			return Resolution{}, err
 		}
 		if found {
-			source.DecidedAt = r.now()
-			return source, nil
+			return r.finish(res), nil
+		}
+		if res.Reason != "" && noted == nil {
+			noted = &res
 		}
 	}
-	return embedopsv1.DecisionSource{Method: embedopsv1.SourceUnknown, DecidedAt: r.now()}, nil
+	if noted != nil {
+		return r.finish(*noted), nil
+	}
+	return r.finish(Resolution{
+		Source: embedopsv1.DecisionSource{Method: embedopsv1.SourceUnknown},
+		Reason: embedopsv1.SourceUnknownReason,
+		Message: fmt.Sprintf("no source found: annotate the server with %s or apply it with Flux or Argo CD",
+			embedopsv1.SourceRevisionAnnotation),
+	}), nil
+}
+
+// finish stamps the decision time and keeps the source recordable: a
+// method other than Unknown must name a revision.
+func (r *Resolver) finish(res Resolution) Resolution {
+	if res.Source.Method != embedopsv1.SourceUnknown && res.Source.Revision == "" {
+		res.Source.Method = embedopsv1.SourceUnknown
+	}
+	if res.Source.Method == "" {
+		res.Source.Method = embedopsv1.SourceUnknown
+	}
+	if render := res.Source.Render; render != nil && len(render.Spec) > embedopsv1.MaxRenderSpecLength {
+		render.Spec = ""
+		if res.Reason == "" {
+			res.Reason = embedopsv1.RenderInputsTooLargeReason
+			res.Message = fmt.Sprintf("the render settings exceed %d bytes and are not recorded", embedopsv1.MaxRenderSpecLength)
+		}
+	}
+	res.Source.DecidedAt = r.now()
+	return res
 }
 
 func (r *Resolver) now() metav1.Time {
@@ -62,24 +107,36 @@ func (r *Resolver) now() metav1.Time {
 }
 
 // declared reads the embedops.dev/source-* annotations; a malformed
-// revision is an error the user must fix, not a reason to guess.
-func (r *Resolver) declared(_ context.Context, obj client.Object) (embedopsv1.DecisionSource, bool, error) {
+// revision is recorded as written, with no commit, and reported.
+func (r *Resolver) declared(_ context.Context, obj client.Object) (Resolution, bool, error) {
 	annotations := obj.GetAnnotations()
 	raw, ok := annotations[embedopsv1.SourceRevisionAnnotation]
 	if !ok {
-		return embedopsv1.DecisionSource{}, false, nil
+		return Resolution{}, false, nil
 	}
-	rev, err := ParseRevision(raw)
-	if err != nil {
-		return embedopsv1.DecisionSource{}, false, fmt.Errorf("annotation %s: %w", embedopsv1.SourceRevisionAnnotation, err)
-	}
-	return embedopsv1.DecisionSource{
+	source := embedopsv1.DecisionSource{
 		Method:     embedopsv1.SourceDeclared,
 		Revision:   raw,
-		Commit:     rev.Commit(),
 		Repository: annotations[embedopsv1.SourceRepositoryAnnotation],
 		Path:       annotations[embedopsv1.SourcePathAnnotation],
-	}, true, nil
+	}
+	return withRevision(source, raw, "annotation "+embedopsv1.SourceRevisionAnnotation), true, nil
+}
+
+// withRevision parses revision into the source's commit; an unparsable one
+// is kept as written and reported as InvalidRevision.
+func withRevision(source embedopsv1.DecisionSource, revision, where string) Resolution {
+	source.Revision = revision
+	rev, err := ParseRevision(revision)
+	if err != nil {
+		return Resolution{Source: source, Reason: embedopsv1.InvalidRevisionReason, Message: fmt.Sprintf("%s: %v", where, err)}
+	}
+	source.Commit = rev.Commit()
+	if source.Commit == "" {
+		return Resolution{Source: source, Reason: embedopsv1.NotGitSourceReason,
+			Message: fmt.Sprintf("%s: revision %s names an artifact digest, not a git commit", where, revision)}
+	}
+	return Resolution{Source: source}
 }
 
 // getOptional reads an object of a kind that may not be installed; found is
@@ -95,6 +152,15 @@ func (r *Resolver) getOptional(ctx context.Context, gvk schema.GroupVersionKind,
 		return nil, false, nil
 	default:
 		return nil, false, fmt.Errorf("reading %s %s: %w", gvk.Kind, key, err)
+	}
+}
+
+// notFound notes that obj names a GitOps object that is not there.
+func notFound(kind string, key types.NamespacedName) Resolution {
+	return Resolution{
+		Source:  embedopsv1.DecisionSource{Method: embedopsv1.SourceUnknown},
+		Reason:  embedopsv1.SourceNotFoundReason,
+		Message: fmt.Sprintf("the server names %s %s, which does not exist or whose kind is not installed", kind, key),
 	}
 }
 

@@ -50,7 +50,8 @@ func TestResolveDeclared(t *testing.T) {
 		embedopsv1.SourceRepositoryAnnotation: "https://git.example/models.git",
 		embedopsv1.SourcePathAnnotation:       "clusters/prod",
 	})
-	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(source).To(Equal(embedopsv1.DecisionSource{
 		Method: embedopsv1.SourceDeclared, Revision: "main@sha1:" + sha1Hex, Commit: sha1Hex,
@@ -58,17 +59,23 @@ func TestResolveDeclared(t *testing.T) {
 	}))
 }
 
-func TestResolveRefusesAMalformedDeclaredRevision(t *testing.T) {
+func TestResolveKeepsAMalformedDeclaredRevision(t *testing.T) {
+	g := NewWithT(t)
 	namespace := harness.Namespace(t, env.Client)
 	es := server(t, env.Client, namespace, nil, map[string]string{embedopsv1.SourceRevisionAnnotation: "main"})
-	_, err := resolver(env.Client).Resolve(t.Context(), es)
-	NewWithT(t).Expect(err).To(MatchError(provenance.ErrInvalidRevision))
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(embedopsv1.InvalidRevisionReason))
+	g.Expect(res.Message).To(ContainSubstring(provenance.ErrInvalidRevision.Error()))
+	g.Expect(res.Source).To(Equal(embedopsv1.DecisionSource{Method: embedopsv1.SourceDeclared, Revision: "main", DecidedAt: decidedAt}))
 }
 
 func TestResolveUnknownWithoutProvenance(t *testing.T) {
 	g := NewWithT(t)
 	es := server(t, env.Client, harness.Namespace(t, env.Client), nil, nil)
-	source, err := resolver(env.Client).Resolve(t.Context(), es)
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+	source := res.Source
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(Equal(embedopsv1.SourceUnknownReason))
 	g.Expect(source).To(Equal(embedopsv1.DecisionSource{Method: embedopsv1.SourceUnknown, DecidedAt: decidedAt}))
 }

@@ -1,0 +1,63 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// recipeFor is how a binding's source is rendered: as the Flux
+// Kustomization or Argo CD Application it records the settings of, else
+// plainly. reason says why it cannot be rendered faithfully.
+func recipeFor(repo *git.Repository, source embedopsv1.DecisionSource) (recipe, string) {
+	render := source.Render
+	if render == nil || source.ObjectRef == nil {
+		return plain{}, ""
+	}
+	switch source.ObjectRef.Kind {
+	case "Kustomization":
+		return fluxRecipeFor(render)
+	case "Application":
+		return argoRecipeFor(repo, source)
+	}
+	return plain{}, ""
+}
+
+// Render renders a source at a commit of repo as the GitOps tool it
+// records renders it, for previewing a decision. It returns the objects as
+// a YAML stream and the namespace the tool applies objects that name none
+// in ("" when it sets none). What the audit would call Unverifiable is an
+// error here.
+func Render(repo *git.Repository, commit string, source embedopsv1.DecisionSource) ([]byte, string, error) {
+	if source.Chart != "" {
+		return nil, "", fmt.Errorf("not a git source: chart %s from %s", source.Chart, source.Repository)
+	}
+	if !cleanPath(source.Path) {
+		return nil, "", fmt.Errorf("path %q leaves the repository", source.Path)
+	}
+	rc, reason := recipeFor(repo, source)
+	if reason != "" {
+		return nil, "", errors.New(reason)
+	}
+	at, err := repo.CommitObject(plumbing.NewHash(commit))
+	if err != nil {
+		return nil, "", fmt.Errorf("commit %s: %w", commit, err)
+	}
+	root, err := at.Tree()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the tree of %s: %w", commit, err)
+	}
+	namespace := ""
+	if applied, ok := rc.(interface{ namespace() string }); ok {
+		namespace = applied.namespace()
+	}
+	built := newRenderer(newObjects(repo.Storer)).render(root, renderDir(source.Path), rc)
+	if errors.Is(built.err, errPathNotFound) {
+		return nil, "", fmt.Errorf("path %q does not exist at %s", source.Path, commit)
+	}
+	return built.resources, namespace, built.err
+}

@@ -149,9 +149,15 @@ func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *s
 // applyChildren server-side applies the children; ssa's dry-run drift
 // detection writes nothing when nothing changed. It records the inventory.
 func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	changes, err := r.apply(ctx, scope)
+	if waiting, err := r.waitForReplacedPods(ctx, scope); err != nil || waiting {
+		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
+	}
+	changes, replaced, err := r.apply(ctx, scope)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if replaced != nil {
+		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, r.replaceStatefulSet(ctx, scope)
 	}
 	scope.server.Status.Inventory = inventoryOf(scope.children)
 	for _, entry := range changes.Entries {
@@ -182,34 +188,38 @@ func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, server *e
 
 // apply applies the children without recreating anything first. When the API
 // server refuses a change of an immutable field (a new claim template), it
-// checks that the refused object would be valid as a new one, then applies
-// again with force, which deletes and recreates it. An object that is not
-// valid even as a new one stalls the server, so a bad spec never deletes a
-// running StatefulSet.
-func (r *EmbeddingServerReconciler) apply(ctx context.Context, scope *serverScope) (*ssa.ChangeSet, error) {
+// checks that the refused object would be valid as a new one: a StatefulSet
+// is returned as replaced, for replaceStatefulSet; any other child is
+// applied again with force, which deletes and recreates it. An object that
+// is not valid even as a new one stalls the server, so a bad spec never
+// deletes a running StatefulSet.
+func (r *EmbeddingServerReconciler) apply(ctx context.Context, scope *serverScope) (*ssa.ChangeSet, *unstructured.Unstructured, error) {
 	opts := ssa.DefaultApplyOptions()
 	changes, err := r.resources.ApplyAllStaged(ctx, scope.children, opts)
 	var dryRun *ssaerrors.DryRunErr
 	if err == nil || !errors.As(err, &dryRun) || !ssaerrors.IsImmutableError(dryRun.Unwrap()) || dryRun.InvolvedObject() == nil {
 		if err != nil {
-			return nil, fmt.Errorf("applying children: %w", err)
+			return nil, nil, fmt.Errorf("applying children: %w", err)
 		}
-		return changes, nil
+		return changes, nil, nil
 	}
 	refused := dryRun.InvolvedObject()
 	if err := r.validAsNew(ctx, refused); err != nil {
 		if apierrors.IsInvalid(err) {
-			return nil, r.refuseSpec(scope, fmt.Errorf("the API server refuses %s %s: %w", refused.GetKind(), refused.GetName(), err))
+			return nil, nil, r.refuseSpec(scope, fmt.Errorf("the API server refuses %s %s: %w", refused.GetKind(), refused.GetName(), err))
 		}
-		return nil, fmt.Errorf("validating %s %s: %w", refused.GetKind(), refused.GetName(), err)
+		return nil, nil, fmt.Errorf("validating %s %s: %w", refused.GetKind(), refused.GetName(), err)
+	}
+	if refused.GroupVersionKind().GroupKind() == statefulSetKind {
+		return nil, refused, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("recreating child to change immutable fields", "kind", refused.GetKind(), "name", refused.GetName())
 	opts.Force = true
 	changes, err = r.resources.ApplyAllStaged(ctx, scope.children, opts)
 	if err != nil {
-		return nil, fmt.Errorf("applying children with recreation: %w", err)
+		return nil, nil, fmt.Errorf("applying children with recreation: %w", err)
 	}
-	return changes, nil
+	return changes, nil, nil
 }
 
 // validAsNew dry-runs the creation of a copy of obj under a generated name.

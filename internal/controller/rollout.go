@@ -23,6 +23,9 @@ type appliedStatefulSet struct {
 // rollout. It is safe for concurrent use.
 type rollouts struct {
 	applied sync.Map // types.UID of the server -> appliedStatefulSet
+	// replacedSets holds, per server, the UID of the StatefulSet this
+	// process deleted to replace it: the cache may still show it.
+	replacedSets sync.Map
 }
 
 // record remembers the StatefulSet the server's reconcile changed.
@@ -33,6 +36,19 @@ func (r *rollouts) record(server types.UID, sts appliedStatefulSet) {
 // forget drops what is remembered of a deleted server.
 func (r *rollouts) forget(server types.UID) {
 	r.applied.Delete(server)
+	r.replacedSets.Delete(server)
+}
+
+// replaced remembers the StatefulSet deleted to replace it.
+func (r *rollouts) replaced(server, statefulSet types.UID) {
+	r.replacedSets.Store(server, statefulSet)
+}
+
+// isReplaced reports whether statefulSet is one this process deleted to
+// replace it.
+func (r *rollouts) isReplaced(server, statefulSet types.UID) bool {
+	value, ok := r.replacedSets.Load(server)
+	return ok && value.(types.UID) == statefulSet
 }
 
 // seen reports whether the StatefulSet read from the cache is the one this

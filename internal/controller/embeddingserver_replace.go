@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// A StatefulSet whose claim templates change is replaced: deleted, and
+// created again only once the pods it made are gone. Created at once, the
+// new StatefulSet would ask for pods whose names the old ones still hold;
+// kube-controller-manager's StatefulSet controller then backs off
+// ("pods already exists", pkg/controller/statefulset/stateful_set.go), and
+// since the old pods' deletion is not an event of the new StatefulSet, it
+// may wait minutes before it tries again.
+
+// replaceStatefulSet deletes the server's StatefulSet, with the UID it has
+// now, so the next reconciles create it anew once its pods are gone. The
+// remaining phases are held: the old binding stays in use meanwhile.
+func (r *EmbeddingServerReconciler) replaceStatefulSet(ctx context.Context, scope *serverScope) error {
+	server := scope.server
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(server), existing); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("reading the StatefulSet to replace: %w", err))
+	}
+	uid := existing.UID
+	background := metav1.DeletePropagationBackground
+	err := r.client.Delete(ctx, existing, &client.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the StatefulSet to replace it: %w", err)
+	}
+	r.rollouts.replaced(server.UID, uid)
+	ctrl.LoggerFrom(ctx).Info("replacing the StatefulSet to change immutable fields", "statefulSet", existing.Name)
+	r.holdForReplacement(scope, fmt.Sprintf("replacing StatefulSet %s to change its claim templates", existing.Name))
+	return nil
+}
+
+// waitForReplacedPods holds the server while pods of a StatefulSet it
+// replaced (any StatefulSet of the server other than the one that exists,
+// not yet seen gone) still exist.
+func (r *EmbeddingServerReconciler) waitForReplacedPods(ctx context.Context, scope *serverScope) (bool, error) {
+	server := scope.server
+	current := types.UID("")
+	statefulSet := &appsv1.StatefulSet{}
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(server), statefulSet)
+	switch {
+	case err == nil && !r.rollouts.isReplaced(server.UID, statefulSet.UID):
+		current = statefulSet.UID
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("reading the StatefulSet: %w", err)
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
+		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		return false, fmt.Errorf("listing pods: %w", err)
+	}
+	left := 0
+	for i := range pods.Items {
+		owner := metav1.GetControllerOfNoCopy(&pods.Items[i])
+		if owner != nil && owner.Kind == "StatefulSet" && owner.UID != current {
+			left++
+		}
+	}
+	if left == 0 {
+		return false, nil
+	}
+	r.holdForReplacement(scope, fmt.Sprintf("waiting for %d pods of the replaced StatefulSet to go", left))
+	return true, nil
+}
+
+// holdForReplacement reports a StatefulSet being replaced on Ready and
+// stops the remaining phases.
+func (r *EmbeddingServerReconciler) holdForReplacement(scope *serverScope, message string) {
+	conditions.MarkFalse(scope.server, embedopsv1.ReadyCondition, embedopsv1.InitializingReason, "%s", message)
+	scope.halted = true
+}

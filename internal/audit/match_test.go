@@ -5,18 +5,15 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
-// server is an EmbeddingServer fixture: a PerReplica 10Gi cache unless
-// edited.
+// server is an EmbeddingServer fixture of the model org/model: a
+// PerReplica 10Gi cache unless edited.
 func server(namespace, name string, edits ...func(*embedopsv1.EmbeddingServer)) *embedopsv1.EmbeddingServer {
-	s := &embedopsv1.EmbeddingServer{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec:       embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: "org/model"}},
-	}
+	s := fixtures.EmbeddingServer(namespace, name, fixtures.WithModel("org/model", ""))
 	for _, edit := range edits {
 		edit(s)
 	}

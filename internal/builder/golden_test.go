@@ -14,6 +14,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml from the builder's output")
@@ -46,9 +47,9 @@ var goldenCases = []struct {
 	{
 		name: "shared-cache",
 		server: server("shared-cache",
-			withModel("intfloat/multilingual-e5-small", "main"),
-			withToken("hf-token", "token"),
-			withReplicas(2),
+			fixtures.WithModel("intfloat/multilingual-e5-small", "main"),
+			fixtures.WithToken("hf-token", "token"),
+			fixtures.WithReplicas(2),
 			withCacheSpec(embedopsv1.CacheModeShared, "", "20Gi")),
 		cache: sharedCache("mcb-models-multilingual-e5-small-8d2e61a0", "20Gi"),
 	},
@@ -60,17 +61,17 @@ var goldenCases = []struct {
 	{
 		name: "advanced",
 		server: server("advanced",
-			withModel("BAAI/bge-large-en-v1.5", "d4aa6901d3a41ba39fb536a557fa166f842b0e09"),
-			withToken("hf-token", "token"),
+			fixtures.WithModel("BAAI/bge-large-en-v1.5", "d4aa6901d3a41ba39fb536a557fa166f842b0e09"),
+			fixtures.WithToken("hf-token", "token"),
 			withImage("ghcr.io/huggingface/text-embeddings-inference:1.9", corev1.PullIfNotPresent, "registry-credentials"),
 			withServiceAccount("embeddings"),
-			withArgs("--max-batch-tokens=32768", "--dtype=float16"),
-			withEnv(secretEnv("API_KEY", "hf-token", "api-key")),
+			fixtures.WithArgs("--max-batch-tokens=32768", "--dtype=float16"),
+			fixtures.WithEnv(secretEnv("API_KEY", "hf-token", "api-key")),
 			withResources(
 				corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")},
 				corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Gi"), "nvidia.com/gpu": resource.MustParse("1")}),
 			withCacheSpec(embedopsv1.CacheModePerReplica, "fast-ssd", "40Gi"),
-			withPodTemplate(advancedPodTemplate)),
+			fixtures.WithPodTemplate(advancedPodTemplate)),
 		cache: withPopulator(perReplicaCache("cache-b93e07d1c5", "fast-ssd", "40Gi"), "embedops-controller:0.1.0"),
 	},
 }

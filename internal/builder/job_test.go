@@ -18,8 +18,8 @@ import (
 
 func TestPopulateJob(t *testing.T) {
 	g := NewWithT(t)
-	s := server("s", withModel("BAAI/bge-large-en-v1.5", "v1"), withToken("hf", "token"),
-		withEnv(corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}, corev1.EnvVar{Name: "OTHER", Value: "x"}))
+	s := server("s", fixtures.WithModel("BAAI/bge-large-en-v1.5", "v1"), fixtures.WithToken("hf", "token"),
+		fixtures.WithEnv(corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}, corev1.EnvVar{Name: "OTHER", Value: "x"}))
 	binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "bge-1", Namespace: "ns", UID: "uid-1"}}
 
 	job, err := builder.PopulateJob(s, binding, withPopulator(sharedCache("bge-1", "10Gi"), "embedops-controller:1"))

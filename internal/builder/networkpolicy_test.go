@@ -12,9 +12,10 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
-func withNetworkPolicy(from ...embedopsv1.NetworkPolicyPeer) serverOption {
+func withNetworkPolicy(from ...embedopsv1.NetworkPolicyPeer) fixtures.Option {
 	return func(s *embedopsv1.EmbeddingServer) {
 		s.Spec.NetworkPolicy = &embedopsv1.NetworkPolicySpec{From: from}
 	}
@@ -53,7 +54,7 @@ func TestNetworkPolicy(t *testing.T) {
 		{name: "empty list: the namespace's pods", server: server("s", withNetworkPolicy()), wantPort: 8080, wantFrom: []networkingv1.NetworkPolicyPeer{sameNamespace}},
 		{name: "listed peers", server: server("s", withNetworkPolicy(gateway, office)), wantPort: 8080, wantFrom: []networkingv1.NetworkPolicyPeer{wantGateway, wantOffice}},
 		{name: "all pods of the namespace, listed", server: server("s", withNetworkPolicy(allPods)), wantPort: 8080, wantFrom: []networkingv1.NetworkPolicyPeer{sameNamespace}},
-		{name: "another port", server: server("s", withPort(3000), withNetworkPolicy(office)), wantPort: 3000, wantFrom: []networkingv1.NetworkPolicyPeer{wantOffice}},
+		{name: "another port", server: server("s", fixtures.WithPort(3000), withNetworkPolicy(office)), wantPort: 3000, wantFrom: []networkingv1.NetworkPolicyPeer{wantOffice}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,15 +9,16 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
-func withDisruptionBudget(maxUnavailable, minAvailable *intstr.IntOrString) serverOption {
+func withDisruptionBudget(maxUnavailable, minAvailable *intstr.IntOrString) fixtures.Option {
 	return func(s *embedopsv1.EmbeddingServer) {
 		s.Spec.DisruptionBudget = &embedopsv1.DisruptionBudgetSpec{MaxUnavailable: maxUnavailable, MinAvailable: minAvailable}
 	}
 }
 
-func withoutReplicas() serverOption {
+func withoutReplicas() fixtures.Option {
 	return func(s *embedopsv1.EmbeddingServer) { s.Spec.Replicas = nil }
 }
 
@@ -30,15 +31,15 @@ func TestPodDisruptionBudget(t *testing.T) {
 		wantMaxUnavailable *intstr.IntOrString
 		wantMinAvailable   *intstr.IntOrString
 	}{
-		{name: "scaled to zero", server: server("s", withReplicas(0)), wantNone: true},
-		{name: "one replica", server: server("s", withReplicas(1)), wantNone: true},
+		{name: "scaled to zero", server: server("s", fixtures.WithReplicas(0)), wantNone: true},
+		{name: "one replica", server: server("s", fixtures.WithReplicas(1)), wantNone: true},
 		{name: "replicas unset, one by default", server: server("s", withoutReplicas()), wantNone: true},
-		{name: "one replica with an override", server: server("s", withReplicas(1), withDisruptionBudget(nil, &one)), wantNone: true},
-		{name: "two replicas", server: server("s", withReplicas(2)), wantMaxUnavailable: &one},
-		{name: "many replicas", server: server("s", withReplicas(10)), wantMaxUnavailable: &one},
-		{name: "maxUnavailable override", server: server("s", withReplicas(5), withDisruptionBudget(&two, nil)), wantMaxUnavailable: &two},
-		{name: "percentage override", server: server("s", withReplicas(4), withDisruptionBudget(&half, nil)), wantMaxUnavailable: &half},
-		{name: "minAvailable override", server: server("s", withReplicas(3), withDisruptionBudget(nil, &two)), wantMinAvailable: &two},
+		{name: "one replica with an override", server: server("s", fixtures.WithReplicas(1), withDisruptionBudget(nil, &one)), wantNone: true},
+		{name: "two replicas", server: server("s", fixtures.WithReplicas(2)), wantMaxUnavailable: &one},
+		{name: "many replicas", server: server("s", fixtures.WithReplicas(10)), wantMaxUnavailable: &one},
+		{name: "maxUnavailable override", server: server("s", fixtures.WithReplicas(5), withDisruptionBudget(&two, nil)), wantMaxUnavailable: &two},
+		{name: "percentage override", server: server("s", fixtures.WithReplicas(4), withDisruptionBudget(&half, nil)), wantMaxUnavailable: &half},
+		{name: "minAvailable override", server: server("s", fixtures.WithReplicas(3), withDisruptionBudget(nil, &two)), wantMinAvailable: &two},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +65,7 @@ func TestPodDisruptionBudget(t *testing.T) {
 
 func TestPodDisruptionBudgetSelectsTheStatefulSetPods(t *testing.T) {
 	g := NewWithT(t)
-	s := server("s", withReplicas(3))
+	s := server("s", fixtures.WithReplicas(3))
 	sts, err := builder.StatefulSet(s, perReplicaCache("cache-abc", "", "10Gi"))
 	g.Expect(err).NotTo(HaveOccurred())
 	selector, err := metav1.LabelSelectorAsSelector(builder.PodDisruptionBudget(s).Spec.Selector)
@@ -75,7 +76,7 @@ func TestPodDisruptionBudgetSelectsTheStatefulSetPods(t *testing.T) {
 func TestPodDisruptionBudgetDoesNotAliasTheSpec(t *testing.T) {
 	g := NewWithT(t)
 	two := intstr.FromInt32(2)
-	s := server("s", withReplicas(3), withDisruptionBudget(&two, nil))
+	s := server("s", fixtures.WithReplicas(3), withDisruptionBudget(&two, nil))
 	pdb := builder.PodDisruptionBudget(s)
 	*pdb.Spec.MaxUnavailable = intstr.FromInt32(7)
 	g.Expect(s.Spec.DisruptionBudget.MaxUnavailable.IntValue()).To(Equal(2))

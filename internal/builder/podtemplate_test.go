@@ -8,6 +8,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 func TestPodTemplatePatchIsApplied(t *testing.T) {
@@ -81,7 +82,7 @@ func TestPodTemplatePatchIsApplied(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			s := server("s", withEnv(corev1.EnvVar{Name: "MODE", Value: "spec"}), withPodTemplate(tc.patch))
+			s := server("s", fixtures.WithEnv(corev1.EnvVar{Name: "MODE", Value: "spec"}), fixtures.WithPodTemplate(tc.patch))
 			sts, err := builder.StatefulSet(s, nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			tc.expect(g, sts.Spec.Template)
@@ -100,8 +101,8 @@ func TestEmptyPodTemplatePatchChangesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			cache := perReplicaCache("cache-1", "", "10Gi")
-			options := []serverOption{withToken("hf", "token"), withEnv(corev1.EnvVar{Name: "A", Value: "b"})}
-			patched := server("s", append(options, withPodTemplate(tc.patch))...)
+			options := []fixtures.Option{fixtures.WithToken("hf", "token"), fixtures.WithEnv(corev1.EnvVar{Name: "A", Value: "b"})}
+			patched := server("s", append(options, fixtures.WithPodTemplate(tc.patch))...)
 			g.Expect(render(g, patched, cache)).To(Equal(render(g, server("s", options...), cache)))
 		})
 	}
@@ -142,7 +143,7 @@ func TestPodTemplatePatchIsRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(server("s", withPodTemplate(tc.patch)), tc.cache)
+			sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), tc.cache)
 			g.Expect(err).To(MatchError(builder.ErrInvalidPodTemplate))
 			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
 			g.Expect(sts).To(BeNil(), "an invalid patch never falls back to the generated pod")
@@ -185,7 +186,7 @@ func TestPodTemplatePatchMayNotReachTheHostOrRaisePrivileges(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(server("s", withPodTemplate(tc.patch)), tc.cache)
+			sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), tc.cache)
 			g.Expect(err).To(MatchError(builder.ErrInvalidPodTemplate))
 			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
 			g.Expect(sts).To(BeNil(), "a refused patch is never stripped and applied")
@@ -204,7 +205,7 @@ func TestPodTemplatePatchMayTightenSecurity(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := builder.StatefulSet(server("s", withPodTemplate(tc.patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"))
+			_, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"))
 			NewWithT(t).Expect(err).NotTo(HaveOccurred())
 		})
 	}

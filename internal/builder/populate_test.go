@@ -8,6 +8,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 func TestStatefulSetPopulateInitContainer(t *testing.T) {
@@ -26,7 +27,7 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 		},
 		{
 			name:     "per replica with a populator image",
-			server:   server("s", withModel("BAAI/bge-large-en-v1.5", "v1")),
+			server:   server("s", fixtures.WithModel("BAAI/bge-large-en-v1.5", "v1")),
 			cache:    withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:1"),
 			wantInit: true,
 			wantCommand: []string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5", "--revision", "v1",
@@ -34,7 +35,7 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 		},
 		{
 			name:     "token from its Secret",
-			server:   server("s", withToken("hf", "token")),
+			server:   server("s", fixtures.WithToken("hf", "token")),
 			cache:    withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:1"),
 			wantInit: true,
 			wantCommand: []string{"/embedops", "populate", "--model", "BAAI/bge-small-en-v1.5", "--revision", "main",
@@ -129,7 +130,7 @@ func TestStatefulSetRefusesPopulatorWithoutCache(t *testing.T) {
 func TestPodTemplatePatchMayTunePopulate(t *testing.T) {
 	g := NewWithT(t)
 	patch := `{"spec":{"initContainers":[{"name":"populate","resources":{"limits":{"memory":"1Gi"}},"env":[{"name":"HF_ENDPOINT","value":"http://mirror"}]}]}}`
-	sts, err := builder.StatefulSet(server("s", withPodTemplate(patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"))
+	sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"))
 	g.Expect(err).NotTo(HaveOccurred())
 	init := sts.Spec.Template.Spec.InitContainers[0]
 	g.Expect(init.Resources.Limits.Memory().String()).To(Equal("1Gi"))

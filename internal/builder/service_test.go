@@ -9,6 +9,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 func TestServices(t *testing.T) {
@@ -23,9 +24,9 @@ func TestServices(t *testing.T) {
 		governsStatefulSet bool
 	}{
 		{"service", builder.Service, server("minimal"), "minimal", "", false, 8080, false},
-		{"service on another port", builder.Service, server("s", withPort(3000)), "s", "", false, 3000, false},
+		{"service on another port", builder.Service, server("s", fixtures.WithPort(3000)), "s", "", false, 3000, false},
 		{"headless service", builder.HeadlessService, server("minimal"), "minimal-pods", "None", true, 8080, true},
-		{"headless service on another port", builder.HeadlessService, server("s", withPort(3000)), "s-pods", "None", true, 3000, true},
+		{"headless service on another port", builder.HeadlessService, server("s", fixtures.WithPort(3000)), "s-pods", "None", true, 3000, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,12 +63,12 @@ func TestMetricsPortFollowsTEIsSettings(t *testing.T) {
 		want   []int32
 	}{
 		{"default", server("s"), []int32{8080, 9000}},
-		{"PROMETHEUS_PORT", server("s", withEnv(corev1.EnvVar{Name: "PROMETHEUS_PORT", Value: "9100"})), []int32{8080, 9100}},
-		{"--prometheus-port wins over the variable", server("s", withEnv(corev1.EnvVar{Name: "PROMETHEUS_PORT", Value: "9100"}),
-			withArgs("--prometheus-port=9200")), []int32{8080, 9200}},
-		{"--prometheus-port as two arguments", server("s", withArgs("--prometheus-port", "9300")), []int32{8080, 9300}},
-		{"not a port", server("s", withArgs("--prometheus-port=x")), []int32{8080, 9000}},
-		{"the http port serves /metrics too", server("s", withPort(9000)), []int32{9000}},
+		{"PROMETHEUS_PORT", server("s", fixtures.WithEnv(corev1.EnvVar{Name: "PROMETHEUS_PORT", Value: "9100"})), []int32{8080, 9100}},
+		{"--prometheus-port wins over the variable", server("s", fixtures.WithEnv(corev1.EnvVar{Name: "PROMETHEUS_PORT", Value: "9100"}),
+			fixtures.WithArgs("--prometheus-port=9200")), []int32{8080, 9200}},
+		{"--prometheus-port as two arguments", server("s", fixtures.WithArgs("--prometheus-port", "9300")), []int32{8080, 9300}},
+		{"not a port", server("s", fixtures.WithArgs("--prometheus-port=x")), []int32{8080, 9000}},
+		{"the http port serves /metrics too", server("s", fixtures.WithPort(9000)), []int32{9000}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 func TestStatefulSetMetadata(t *testing.T) {
@@ -21,8 +22,8 @@ func TestStatefulSetMetadata(t *testing.T) {
 		wantReplicas int32
 	}{
 		{"one replica", server("minimal"), 1},
-		{"two replicas", server("pair", withReplicas(2)), 2},
-		{"scaled to zero", server("idle", withReplicas(0)), 0},
+		{"two replicas", server("pair", fixtures.WithReplicas(2)), 2},
+		{"scaled to zero", server("idle", fixtures.WithReplicas(0)), 0},
 		{"replicas unset", server("unset", func(s *embedopsv1.EmbeddingServer) { s.Spec.Replicas = nil }), 1},
 	}
 	for _, tc := range cases {
@@ -69,7 +70,7 @@ func TestStatefulSetContainer(t *testing.T) {
 			name: "image, port, account and GPU",
 			server: server("gpu",
 				withImage("registry.example/tei:1.9", corev1.PullAlways, "pull-a", "pull-b"),
-				withPort(3000),
+				fixtures.WithPort(3000),
 				withServiceAccount("embeddings"),
 				withResources(nil, corev1.ResourceList{gpu: resource.MustParse("2")})),
 			wantImage:   "registry.example/tei:1.9",
@@ -116,7 +117,7 @@ func TestStatefulSetArgs(t *testing.T) {
 		},
 		{
 			name:   "pinned revision, other port, extra args last",
-			server: server("s", withModel("BAAI/bge-large-en-v1.5", "d4aa6901"), withPort(9000), withArgs("--dtype=float16", "--pooling", "cls")),
+			server: server("s", fixtures.WithModel("BAAI/bge-large-en-v1.5", "d4aa6901"), fixtures.WithPort(9000), fixtures.WithArgs("--dtype=float16", "--pooling", "cls")),
 			want: []string{
 				"--model-id=BAAI/bge-large-en-v1.5", "--revision=d4aa6901", "--port=9000", "--hostname=0.0.0.0",
 				"--dtype=float16", "--pooling", "cls",
@@ -124,7 +125,7 @@ func TestStatefulSetArgs(t *testing.T) {
 		},
 		{
 			name:   "local model path",
-			server: server("s", withModel("/models/bge", "main")),
+			server: server("s", fixtures.WithModel("/models/bge", "main")),
 			want:   []string{"--model-id=/models/bge", "--revision=main", "--port=8080", "--hostname=0.0.0.0"},
 		},
 	}
@@ -154,12 +155,12 @@ func TestStatefulSetEnv(t *testing.T) {
 		},
 		{
 			name:   "token from its Secret, never its value",
-			server: server("s", withToken("hf-token", "token")),
+			server: server("s", fixtures.WithToken("hf-token", "token")),
 			want:   []corev1.EnvVar{hubCache, secretEnv("HF_TOKEN", "hf-token", "token"), secretEnv("HF_API_TOKEN", "hf-token", "token")},
 		},
 		{
 			name: "spec.env after the managed variables, in order",
-			server: server("s", withToken("hf", "t"), withEnv(
+			server: server("s", fixtures.WithToken("hf", "t"), fixtures.WithEnv(
 				corev1.EnvVar{Name: "RUST_LOG", Value: "debug"},
 				secretEnv("API_KEY", "hf", "api-key"))),
 			want: []corev1.EnvVar{
@@ -217,7 +218,7 @@ func TestStatefulSetIsRestricted(t *testing.T) {
 	}{
 		{"per-replica cache", server("minimal"), perReplicaCache("cache-1", "", "10Gi")},
 		{"shared cache", server("shared"), sharedCache("claim", "10Gi")},
-		{"patched pod", server("patched", withPodTemplate(`{"spec":{"containers":[{"name":"embedding","env":[{"name":"A","value":"b"}]}]}}`)), nil},
+		{"patched pod", server("patched", fixtures.WithPodTemplate(`{"spec":{"containers":[{"name":"embedding","env":[{"name":"A","value":"b"}]}]}}`)), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,8 +252,8 @@ func TestStatefulSetFillsSchemaDefaults(t *testing.T) {
 }
 
 func TestStatefulSetIsDeterministicAndDoesNotAlias(t *testing.T) {
-	options := []serverOption{
-		withArgs("--dtype=float16"), withEnv(corev1.EnvVar{Name: "A", Value: "1"}),
+	options := []fixtures.Option{
+		fixtures.WithArgs("--dtype=float16"), fixtures.WithEnv(corev1.EnvVar{Name: "A", Value: "1"}),
 		withResources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, nil),
 		withImage("tei:1.9", "", "pull"),
 	}
@@ -261,7 +262,7 @@ func TestStatefulSetIsDeterministicAndDoesNotAlias(t *testing.T) {
 		server *embedopsv1.EmbeddingServer
 	}{
 		{"generated", server("s", options...)},
-		{"patched", server("s", append(options, withPodTemplate(advancedPodTemplate))...)},
+		{"patched", server("s", append(options, fixtures.WithPodTemplate(advancedPodTemplate))...)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

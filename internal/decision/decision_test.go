@@ -12,16 +12,12 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 // server is an EmbeddingServer as committed to git: schema defaults absent.
 func server(mods ...func(*embedopsv1.EmbeddingServer)) *embedopsv1.EmbeddingServer {
-	es := &embedopsv1.EmbeddingServer{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "embed"},
-		Spec: embedopsv1.EmbeddingServerSpec{
-			Model: embedopsv1.ModelSpec{Name: "BAAI/bge-small-en-v1.5"},
-		},
-	}
+	es := fixtures.EmbeddingServer("team-a", "embed")
 	for _, mod := range mods {
 		mod(es)
 	}
@@ -29,15 +25,7 @@ func server(mods ...func(*embedopsv1.EmbeddingServer)) *embedopsv1.EmbeddingServ
 }
 
 // withDefaults fills the fields the API server defaults, with the schema's values.
-func withDefaults(es *embedopsv1.EmbeddingServer) {
-	es.Spec.Model.Revision = "main"
-	es.Spec.Image = embedopsv1.DefaultImage
-	es.Spec.Port = 8080
-	es.Spec.Replicas = new(int32(1))
-	es.Spec.Cache.Mode = embedopsv1.CacheModePerReplica
-	es.Spec.Cache.Size = ptr.To(resource.MustParse("10Gi"))
-	es.Spec.Cache.RetainFor = &metav1.Duration{Duration: 24 * time.Hour}
-}
+func withDefaults(es *embedopsv1.EmbeddingServer) { fixtures.WithDefaults()(es) }
 
 func withNamespace(ns string) func(*embedopsv1.EmbeddingServer) {
 	return func(es *embedopsv1.EmbeddingServer) { es.Namespace = ns }

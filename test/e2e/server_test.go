@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -9,28 +8,24 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
 // settle bounds how long a server may take to reach a state on 2 cores.
 const settle = 3 * time.Minute
 
+// newServer is a fixture server, with a pod template patch unless nil.
 func newServer(namespace, name string, podTemplate map[string]any) *embedopsv1.EmbeddingServer {
-	server := &embedopsv1.EmbeddingServer{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec:       embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: "BAAI/bge-small-en-v1.5"}},
+	if podTemplate == nil {
+		return fixtures.EmbeddingServer(namespace, name)
 	}
-	if podTemplate != nil {
-		raw, _ := json.Marshal(podTemplate)
-		server.Spec.PodTemplate = &apiextensionsv1.JSON{Raw: raw}
-	}
-	return server
+	return fixtures.EmbeddingServer(namespace, name, fixtures.WithPodTemplate(podTemplate))
 }
 
 // simulated is a pod template patch that asks kwok for a pod state.

@@ -1,7 +1,6 @@
 package builder_test
 
 import (
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"

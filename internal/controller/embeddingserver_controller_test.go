@@ -22,6 +22,11 @@ func TestServerAppliesOwnedLabelledChildrenAndRecordsThem(t *testing.T) {
 
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 	server := waitForPhase(t, g, key, embedopsv1.PhasePending)
+	// The status is patched in two steps, conditions first: wait for the rest.
+	g.Eventually(func(g Gomega) {
+		server = getServer(t, g, key)
+		g.Expect(server.Status.Inventory).NotTo(BeNil())
+	}).Should(Succeed())
 	children := []struct {
 		obj  client.Object
 		name string

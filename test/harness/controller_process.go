@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,6 +66,12 @@ type ControllerProcess struct {
 // kubeconfig is passed as KUBECONFIG, which controller-runtime reads when
 // --kubeconfig is not given.
 func StartController(ctx context.Context, binary, kubeconfig string, args ...string) (*ControllerProcess, error) {
+	return StartControllerLogging(ctx, binary, kubeconfig, nil, args...)
+}
+
+// StartControllerLogging is StartController that also copies the process's
+// output to log, when not nil (make dev writes it to a file).
+func StartControllerLogging(ctx context.Context, binary, kubeconfig string, log io.Writer, args ...string) (*ControllerProcess, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -80,7 +87,12 @@ func StartController(ctx context.Context, binary, kubeconfig string, args ...str
 	flags := append([]string{"--metrics-addr=" + metrics, "--health-addr=" + health}, args...)
 	p.cmd = exec.Command(binary, flags...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	var out io.Writer = p.log
+	if log != nil {
+		out = io.MultiWriter(p.log, log)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = out, out
+	dieWithParent(p.cmd)
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the controller: %w", err)
 	}

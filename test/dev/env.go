@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/gittestserver"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,18 +158,25 @@ func (e *env) startGit(ctx context.Context) error {
 }
 
 // startControllers starts Flux's controllers and embedops' as processes,
-// their logs in files.
+// at the same time, their logs in files.
 func (e *env) startControllers(ctx context.Context) error {
 	var err error
-	if e.flux, err = harness.StartFlux(ctx, e.cluster.Kubeconfig, filepath.Join(e.st.Dir, "flux")); err != nil {
-		return err
-	}
 	if e.controllerLog, err = os.Create(filepath.Join(e.st.Dir, "controller.log")); err != nil {
 		return fmt.Errorf("creating the controller log: %w", err)
 	}
-	e.controller, err = harness.StartControllerLogging(ctx, e.opts.controller, e.cluster.Kubeconfig, e.controllerLog,
-		"--log-encoding=console", "--progress-interval=2s")
-	if err != nil {
+	group, groupCtx := errgroup.WithContext(ctx)
+	group.Go(func() error {
+		var err error
+		e.flux, err = harness.StartFlux(groupCtx, e.cluster.Kubeconfig, filepath.Join(e.st.Dir, "flux"))
+		return err
+	})
+	group.Go(func() error {
+		var err error
+		e.controller, err = harness.StartControllerLogging(groupCtx, e.opts.controller, e.cluster.Kubeconfig, e.controllerLog,
+			"--log-encoding=console", "--progress-interval=2s")
+		return err
+	})
+	if err := group.Wait(); err != nil {
 		return err
 	}
 	for _, p := range e.flux.Processes() {

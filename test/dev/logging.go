@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log"
 	"os"
 	"sync"
 
@@ -17,11 +18,13 @@ var devLog = &logFile{}
 
 // init gives controller-runtime and klog their logger before anything
 // logs: without one controller-runtime prints a stack trace saying
-// log.SetLogger was never called.
+// log.SetLogger was never called. The git server (gitkit) logs every
+// request with the standard library's log.
 func init() {
 	logger := funcr.New(devLog.write, funcr.Options{Verbosity: 1})
 	ctrllog.SetLogger(logger)
 	klog.SetLogger(logger)
+	log.SetOutput(devLog)
 }
 
 // logFile is a log destination that can be opened and closed while
@@ -49,6 +52,16 @@ func (l *logFile) close() {
 		_ = l.file.Close()
 		l.file = nil
 	}
+}
+
+// Write writes p to the file, if open.
+func (l *logFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file != nil {
+		return l.file.Write(p)
+	}
+	return len(p), nil
 }
 
 // write is funcr's output function.

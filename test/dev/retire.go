@@ -67,10 +67,10 @@ func (s *session) printPhase(b *embedopsv1.ModelCacheBinding) {
 	now := time.Now().Format(time.TimeOnly)
 	switch b.Status.Phase {
 	case embedopsv1.BindingActive:
-		fmt.Fprintf(s.out, "dev: %s %s is Active with %d users; unused, it retires %s after its last user left (retainFor)\n",
+		fmt.Fprintf(s.out, "dev: %s %s is Active, used by %d servers; it retires %s after its last user left (retainFor)\n",
 			now, b.Name, len(b.Status.RequestReferences), b.Spec.Decision.RetainFor.Duration)
 	case embedopsv1.BindingRetiring:
-		fmt.Fprintf(s.out, "dev: %s %s is Retiring (idle since %s, retire after %s): deleting its %d claims\n",
+		fmt.Fprintf(s.out, "dev: %s %s is Retiring (idle since %s, retire after %s): deleting its claims (%d)\n",
 			now, b.Name, timeOf(b.Status.IdleSince), timeOf(b.Status.RetireAfter), len(b.Spec.Resources.PersistentVolumeClaimNames))
 	case embedopsv1.BindingReleased:
 		fmt.Fprintf(s.out, "dev: %s %s is Released at %s: its claims are gone, the binding stays as the record\n",

@@ -69,10 +69,19 @@ func printBindings(ctx context.Context, out io.Writer, c client.Client, namespac
 			users = append(users, ref.Name)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", b.Name, orNone(strings.Join(users, ",")), b.Spec.Decision.Mode,
-			b.Spec.Decision.StorageClassName, b.Status.Phase, b.Spec.Source.Method, orNone(short(b.Spec.Source.Commit)),
+			className(b.Spec.Decision.StorageClassName), b.Status.Phase, b.Spec.Source.Method, orNone(short(b.Spec.Source.Commit)),
 			len(b.Spec.Resources.PersistentVolumeClaimNames))
 	}
 	return w.Flush()
+}
+
+// className shows the cluster's default StorageClass, which a decision
+// records as no class, as "(default)".
+func className(class string) string {
+	if class == "" {
+		return "(default)"
+	}
+	return class
 }
 
 // orNone shows an empty cell as a dash.

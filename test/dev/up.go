@@ -28,6 +28,11 @@ const (
 func up(ctx context.Context, out io.Writer, opts options) (err error) {
 	began := time.Now()
 	e, err := startEnv(ctx, out, opts)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted while starting: what started is stopped, and the
+		// logs of a half-started cluster would only hide that.
+		return errors.New("interrupted while starting; stopped everything it had started")
+	}
 	if err != nil {
 		return err
 	}

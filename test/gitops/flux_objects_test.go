@@ -10,11 +10,9 @@ import (
 	"github.com/embedops/embedops/test/harness"
 )
 
-// The Flux kinds the test creates (test/harness builds them).
-var (
-	gitRepositoryGVK = harness.GitRepositoryGVK
-	kustomizationGVK = harness.KustomizationGVK
-)
+// kustomizationGVK is the Kustomization's kind (test/harness builds the
+// Flux objects).
+var kustomizationGVK = harness.KustomizationGVK
 
 // Flux settings of the test.
 const (

@@ -84,14 +84,28 @@ bench: tools manifests ## Measure scale and cost on the local cluster and print 
 
 ##@ Try it
 
+# make dev's program (test/dev) and what it runs from ./bin.
+DEV := $(BIN)/embedops-dev
+DEV_TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) crds/flux)
+
 .PHONY: dev
-dev: $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS)) ## Run the operator and the examples on a local kwok cluster (pods are simulated).
-	go run ./test/dev
+dev: ## Git, Flux, the operator and the audit on a local kwok cluster (pods are simulated); builds what it needs first.
+	@began=$$(date +%s); $(MAKE) --no-print-directory dev-bin; \
+		echo "dev: ./bin is ready after $$(( $$(date +%s) - began ))s"
+	$(DEV) up
+
+.PHONY: dev-bin
+dev-bin: $(DEV_TOOLS) manifests build
+	CGO_ENABLED=0 go build -o $(DEV) ./test/dev
+
+.PHONY: dev-change
+dev-change: ## Commit a new storage class for the minimal example's cache to make dev's repository and follow its bindings.
+	@if [ ! -x $(DEV) ]; then echo "dev-change: run make dev first"; exit 1; fi
+	$(DEV) change
 
 .PHONY: dev-down
-dev-down: ## Stop a running make dev.
-	@if [ -f .dev/pid ]; then kill -TERM "$$(cat .dev/pid)"; echo "dev-down: asked make dev ($$(cat .dev/pid)) to stop"; \
-	else echo "dev-down: no make dev is running"; fi
+dev-down: ## Stop a running make dev: every process it started, and its temporary state.
+	@if [ -x $(DEV) ]; then $(DEV) down; else echo "dev-down: no make dev has been built"; fi
 
 ##@ Build
 

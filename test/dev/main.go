@@ -1,13 +1,18 @@
-// Command dev is `make dev`: a local kwok cluster, embedops' CRDs, the
-// controller running in this process and the examples, then a status table
-// of servers and bindings. Pods are simulated by kwok: no TEI process runs
-// and no image is pulled. It holds the cluster until interrupted (or
-// `make dev-down`), unless -hold=false.
+// Command dev is `make dev`: the whole story on one machine. It starts the
+// local kwok cluster, a git server on loopback holding a repository seeded
+// from examples/, Flux's source-controller and kustomize-controller and the
+// embedops controller, each as its own process from ./bin; Flux applies the
+// examples, and dev prints the servers, their bindings with the method and
+// commit that decided them, and `embedops audit -A`. Pods are simulated by
+// kwok: no TEI process runs and no image is pulled.
+//
+// Subcommands: up (the default) holds everything until Ctrl-C or `dev down`;
+// change commits an edit of one example's cache and follows its bindings;
+// down stops a running up.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -16,85 +21,77 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/embedops/embedops/internal/controller"
 	"github.com/embedops/embedops/test/harness"
-	"github.com/embedops/embedops/test/operator"
 )
 
 // options are dev's flags.
 type options struct {
-	examples  string
+	// examples is the directory whose files seed the repository.
+	examples string
+	// namespace is where Flux applies the examples.
 	namespace string
-	timeout   time.Duration
-	hold      bool
-	pidFile   string
+	// stateFile tells change and down about the running up.
+	stateFile string
+	// controller is the embedops controller binary.
+	controller string
+	// timeout bounds each wait for the cluster to settle.
+	timeout time.Duration
+	// hold keeps everything running until interrupted.
+	hold bool
 }
 
 func main() {
-	var opts options
-	flag.StringVar(&opts.examples, "examples", "examples", "directory of example manifests to apply")
-	flag.StringVar(&opts.namespace, "namespace", "default", "namespace the examples are applied to")
-	flag.DurationVar(&opts.timeout, "timeout", 5*time.Minute, "how long to wait for every example to be Ready")
-	flag.BoolVar(&opts.hold, "hold", true, "keep the cluster running until interrupted")
-	flag.StringVar(&opts.pidFile, "pid-file", ".dev/pid", "where to write this process's pid for make dev-down")
-	flag.Parse()
+	command, args := "up", os.Args[1:]
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		command, args = args[0], args[1:]
+	}
+	opts, err := parseFlags(command, args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dev:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, opts); err != nil {
+	if err := runCommand(ctx, command, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "dev:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, opts options) error {
-	if err := writePID(opts.pidFile); err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(opts.pidFile) }()
-	fmt.Println("dev: starting a local kwok cluster (pods are simulated: no TEI process runs, no image is pulled)")
-	cluster, err := harness.StartCluster(ctx, harness.ClusterOptions{})
+// parseFlags reads the flags of command, with paths relative to the
+// repository root.
+func parseFlags(command string, args []string) (options, error) {
+	root, err := harness.RepoRoot()
 	if err != nil {
-		return err
+		return options{}, err
 	}
-	defer func() {
-		fmt.Println("dev: stopping the local cluster")
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "dev:", err)
-		}
-	}()
-	if err := operator.InstallCRDs(cluster.Config); err != nil {
-		return err
+	var opts options
+	flags := flag.NewFlagSet("dev "+command, flag.ContinueOnError)
+	flags.StringVar(&opts.examples, "examples", filepath.Join(root, "examples"), "directory whose files seed the dev repository's examples/")
+	flags.StringVar(&opts.namespace, "namespace", "default", "namespace Flux applies the examples to")
+	flags.StringVar(&opts.stateFile, "state-file", filepath.Join(root, ".dev", "state.json"), "where up records what it runs, for change and down")
+	flags.StringVar(&opts.controller, "controller", filepath.Join(root, "bin", "controller"), "the embedops controller binary (make build)")
+	flags.DurationVar(&opts.timeout, "timeout", 5*time.Minute, "how long each wait for the cluster to settle may take")
+	flags.BoolVar(&opts.hold, "hold", true, "keep everything running until interrupted")
+	if err := flags.Parse(args); err != nil {
+		return options{}, err
 	}
-	stopController, err := operator.Run(cluster.Config, controller.ManagerOptions{MetricsAddr: "0", HealthAddr: "0"})
-	if err != nil {
-		return err
+	if flags.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q: use up, change or down", flags.Args())
 	}
-	defer stopController()
-	if err := applyExamples(ctx, cluster, opts.examples, opts.namespace); err != nil {
-		return err
-	}
-	ready := waitForServers(ctx, cluster, opts.namespace, opts.timeout)
-	if err := printStatus(ctx, cluster, opts.namespace); err != nil {
-		return err
-	}
-	if ready != nil {
-		return ready
-	}
-	fmt.Printf("dev: every example is Ready. Try: KUBECONFIG=%s kubectl get embedops -A\n", cluster.Kubeconfig)
-	if opts.hold {
-		fmt.Println("dev: holding the cluster; Ctrl-C or `make dev-down` stops it")
-		<-ctx.Done()
-	}
-	return nil
+	return opts, nil
 }
 
-// writePID records this process for make dev-down.
-func writePID(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("writing the pid file: %w", err)
+// runCommand runs one subcommand.
+func runCommand(ctx context.Context, command string, opts options) error {
+	switch command {
+	case "up":
+		return up(ctx, os.Stdout, opts)
+	case "change":
+		return change(ctx, os.Stdout, opts)
+	case "down":
+		return down(ctx, os.Stdout, opts.stateFile)
+	default:
+		return fmt.Errorf("unknown command %q: use up, change or down", command)
 	}
-	if _, err := os.Stat(path); err == nil {
-		return errors.New("another make dev seems to be running (" + path + " exists): run make dev-down first")
-	}
-	return os.WriteFile(path, []byte(fmt.Sprint(os.Getpid())), 0o600)
 }

@@ -1,21 +1,182 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/audit"
+	"github.com/embedops/embedops/test/harness"
 )
 
-// TestDevRunsTheExamples runs what `make dev` runs, without holding the
-// cluster: every example must become Ready.
-func TestDevRunsTheExamples(t *testing.T) {
-	opts := options{
-		examples:  filepath.Join("..", "..", "examples"),
-		namespace: "default",
-		timeout:   5 * time.Minute,
-		pidFile:   filepath.Join(t.TempDir(), "pid"),
-	}
-	if err := run(t.Context(), opts); err != nil {
+// testTimeout bounds each wait of the test, generous for 2 busy cores.
+const testTimeout = 5 * time.Minute
+
+// TestDevTellsTheWholeStory runs what `make dev` and `make dev-change` run,
+// without holding: Flux applies the seeded examples, every binding records
+// method Flux and the seeded commit and audits Verified; a change moves
+// minimal to a new binding at the new commit and releases the old one;
+// stopping removes everything, and a second run right after works.
+func TestDevTellsTheWholeStory(t *testing.T) {
+	opts := testOptions(t)
+	e := startTestEnv(t, opts)
+	s, err := newSession(&logWriter{t: t}, &e.st)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+
+	step(t, "every server is Ready and every binding records Flux and the seeded commit", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(e.show(t.Context(), s)).To(Succeed())
+		bindings := &embedopsv1.ModelCacheBindingList{}
+		g.Expect(s.client.List(t.Context(), bindings, client.InNamespace(opts.namespace))).To(Succeed())
+		g.Expect(bindings.Items).To(HaveLen(3), "minimal, shared-cache and advanced each have a cache")
+		for _, b := range bindings.Items {
+			expectFluxSource(g, &b, e.repo.URL, e.seed)
+		}
+	})
+	step(t, "audit -A verifies every binding at the seeded commit", func(t *testing.T) {
+		results := auditJSON(t, s)
+		NewWithT(t).Expect(results).To(HaveLen(3))
+		for _, r := range results {
+			expectVerified(NewWithT(t), r, e.seed, seedSubject)
+		}
+	})
+	step(t, "a change moves minimal to a new binding and releases the old one", func(t *testing.T) {
+		g := NewWithT(t)
+		result, err := s.change(t.Context(), testTimeout)
+		g.Expect(err).NotTo(HaveOccurred())
+		old, updated := binding(t, s, result.oldBinding), binding(t, s, result.newBinding)
+		g.Expect(old.Status.Phase).To(Equal(embedopsv1.BindingReleased))
+		expectFluxSource(g, old, e.repo.URL, e.seed)
+		g.Expect(updated.Status.Phase).To(Equal(embedopsv1.BindingActive))
+		g.Expect(updated.Spec.Decision.StorageClassName).To(Equal(fastStorageClass))
+		expectFluxSource(g, updated, e.repo.URL, result.commit)
+		results := auditJSON(t, s, result.oldBinding, result.newBinding)
+		g.Expect(results).To(HaveLen(2))
+		expectVerified(g, results[0], e.seed, seedSubject)
+		expectVerified(g, results[1], result.commit, "Move the minimal cache to the fast storage class")
+	})
+	step(t, "stopping removes the state, and a second run right after works", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(e.stop()).To(Succeed())
+		g.Expect(e.st.Dir).NotTo(BeADirectory())
+		g.Expect(opts.stateFile).NotTo(BeAnExistingFile())
+		again := startTestEnv(t, opts)
+		s, err := newSession(&logWriter{t: t}, &again.st)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(s.waitApplied(t.Context(), again.seed, testTimeout)).To(Succeed())
+	})
+}
+
+// testOptions builds the controller and points the state file into the
+// test's directory.
+func testOptions(t *testing.T) options {
+	t.Helper()
+	dir := t.TempDir()
+	controller, err := harness.BuildController(dir)
+	if err != nil {
 		t.Fatal(err)
+	}
+	return options{
+		examples:   filepath.Join("..", "..", "examples"),
+		namespace:  "default",
+		stateFile:  filepath.Join(dir, "state.json"),
+		controller: controller,
+		timeout:    testTimeout,
+	}
+}
+
+// startTestEnv starts everything, stopping it when the test ends.
+func startTestEnv(t *testing.T, opts options) *env {
+	t.Helper()
+	e, err := startEnv(t.Context(), &logWriter{t: t}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+// expectFluxSource checks that the binding was decided by Flux at commit of
+// the dev repository's examples.
+func expectFluxSource(g Gomega, b *embedopsv1.ModelCacheBinding, url, commit string) {
+	source := b.Spec.Source
+	g.Expect(source.Method).To(Equal(embedopsv1.SourceFlux), b.Name)
+	g.Expect(source.Commit).To(Equal(commit), b.Name)
+	g.Expect(source.Revision).To(Equal(revisionOf(commit)), b.Name)
+	g.Expect(source.Repository).To(Equal(url), b.Name)
+	g.Expect(source.Path).To(Equal("./"+examplesPath), b.Name)
+	g.Expect(source.ObjectRef).NotTo(BeNil(), b.Name)
+	g.Expect(source.ObjectRef.Name).To(Equal(kustomizationName), b.Name)
+}
+
+// expectVerified checks an audit result: Verified at commit, which is also
+// the origin, with its author and subject.
+func expectVerified(g Gomega, r audit.Result, commit, subject string) {
+	g.Expect(r.Result).To(Equal(audit.Verified), "%s: %s %v", r.Binding, r.Reason, r.Differences)
+	g.Expect(r.RecordedCommit).To(Equal(commit), r.Binding)
+	g.Expect(r.OriginCommit).To(Equal(commit), r.Binding)
+	g.Expect(r.OriginAuthor).To(Equal(author()), r.Binding)
+	g.Expect(r.OriginSubject).To(Equal(subject), r.Binding)
+}
+
+// auditJSON runs the audit dev runs, as JSON.
+func auditJSON(t *testing.T, s *session, names ...string) []audit.Result {
+	t.Helper()
+	out, err := s.audit(t.Context(), "json", names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []audit.Result
+	if err := json.Unmarshal([]byte(out), &results); err != nil {
+		t.Fatalf("decoding the audit: %v\n%s", err, out)
+	}
+	return results
+}
+
+// binding reads a binding of the dev namespace.
+func binding(t *testing.T, s *session, name string) *embedopsv1.ModelCacheBinding {
+	t.Helper()
+	b := &embedopsv1.ModelCacheBinding{}
+	if err := s.client.Get(context.Background(), client.ObjectKey{Namespace: s.st.Namespace, Name: name}, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// step runs f as a subtest and stops the test when it fails: each step
+// builds on what the previous one left.
+func step(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
+	}
+}
+
+// logWriter sends dev's output to the test log.
+type logWriter struct {
+	t   *testing.T
+	buf bytes.Buffer
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	for {
+		line, err := w.buf.ReadString('\n')
+		if err != nil {
+			w.buf.WriteString(line)
+			return len(p), nil
+		}
+		w.t.Log(line[:len(line)-1])
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/gittestserver"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/embedops/embedops/internal/controller"
 	"github.com/embedops/embedops/test/harness"
@@ -41,7 +39,7 @@ func setUpController(*harness.Cluster, string) (func(bool), error) {
 // setUpGitServer serves repositories from dir/git.
 func setUpGitServer(_ *harness.Cluster, dir string) (func(bool), error) {
 	var err error
-	if gitServer, err = startGitServer(filepath.Join(dir, "git")); err != nil {
+	if gitServer, err = harness.StartGitServer(filepath.Join(dir, "git")); err != nil {
 		return nil, err
 	}
 	return func(bool) { gitServer.StopHTTP() }, nil
@@ -49,7 +47,7 @@ func setUpGitServer(_ *harness.Cluster, dir string) (func(bool), error) {
 
 // setUpFlux runs Flux's controllers, whose logs are shown when a test failed.
 func setUpFlux(c *harness.Cluster, dir string) (func(bool), error) {
-	flux, err := startFlux(context.Background(), c.Kubeconfig, dir)
+	flux, err := harness.StartFlux(context.Background(), c.Kubeconfig, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +61,7 @@ func startController() (func(), error) {
 	if err := operator.InstallCRDs(cluster.Config); err != nil {
 		return nil, err
 	}
-	if err := installFluxCRDs(cluster.Config); err != nil {
+	if err := harness.InstallFluxCRDs(cluster.Config); err != nil {
 		return nil, err
 	}
 	opts := controller.ManagerOptions{MetricsAddr: "0", HealthAddr: "0"}
@@ -72,41 +70,13 @@ func startController() (func(), error) {
 	return operator.Run(cluster.Config, opts)
 }
 
-// installFluxCRDs installs the Flux CRDs `make tools` copies into
-// bin/crds/flux and waits until the API server serves them.
-func installFluxCRDs(cfg *rest.Config) error {
-	root, err := harness.RepoRoot()
-	if err != nil {
-		return err
-	}
-	path, err := harness.Binary(root, "crds/flux")
-	if err != nil {
-		return err
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{path}, ErrorIfPathMissing: true}); err != nil {
-		return fmt.Errorf("installing the Flux CRDs: %w", err)
-	}
-	return nil
-}
-
-// startGitServer serves the repositories under dir over HTTP on loopback.
-func startGitServer(dir string) (*gittestserver.GitServer, error) {
-	server := gittestserver.NewGitServer(dir)
-	if err := server.StartHTTP(); err != nil {
-		return nil, fmt.Errorf("starting the git server: %w", err)
-	}
-	return server, nil
-}
-
 // stopFlux stops the Flux controllers, printing the tail of their logs when
 // the tests failed.
-func stopFlux(flux []*fluxController, failed bool) {
-	for _, c := range flux {
-		if failed {
-			fmt.Fprintln(os.Stderr, c.logTail())
-		}
-		if err := c.stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
+func stopFlux(flux *harness.Flux, failed bool) {
+	if failed {
+		fmt.Fprintln(os.Stderr, flux.LogTails())
+	}
+	if err := flux.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
 }

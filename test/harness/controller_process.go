@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -66,17 +67,23 @@ type ControllerProcess struct {
 // need no token. The kubeconfig is passed as KUBECONFIG, which
 // controller-runtime reads when --kubeconfig is not given.
 func StartController(ctx context.Context, binary, kubeconfig string, args ...string) (*ControllerProcess, error) {
-	return startController(ctx, binary, kubeconfig, false, args)
+	return startController(ctx, binary, kubeconfig, nil, false, args)
 }
 
 // StartControllerSecureMetrics is StartController with the controller's
 // default metrics: HTTPS with a self-signed certificate, answering only
 // requests whose bearer token may get /metrics. MetricsURL is https.
 func StartControllerSecureMetrics(ctx context.Context, binary, kubeconfig string, args ...string) (*ControllerProcess, error) {
-	return startController(ctx, binary, kubeconfig, true, args)
+	return startController(ctx, binary, kubeconfig, nil, true, args)
 }
 
-func startController(ctx context.Context, binary, kubeconfig string, secure bool, args []string) (*ControllerProcess, error) {
+// StartControllerLogging is StartController that also copies the process's
+// output to log, when not nil (make dev writes it to a file).
+func StartControllerLogging(ctx context.Context, binary, kubeconfig string, log io.Writer, args ...string) (*ControllerProcess, error) {
+	return startController(ctx, binary, kubeconfig, log, false, args)
+}
+
+func startController(ctx context.Context, binary, kubeconfig string, log io.Writer, secure bool, args []string) (*ControllerProcess, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -96,7 +103,12 @@ func startController(ctx context.Context, binary, kubeconfig string, secure bool
 	flags := []string{"--metrics-addr=" + metrics, "--health-addr=" + health, "--metrics-secure=" + strconv.FormatBool(secure)}
 	p.cmd = exec.Command(binary, append(flags, args...)...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	var out io.Writer = p.log
+	if log != nil {
+		out = io.MultiWriter(p.log, log)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = out, out
+	dieWithParent(p.cmd)
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the controller: %w", err)
 	}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/embedops/embedops/test/harness"
+)
+
+// Flux settings of the dev repository.
+const (
+	// sourceInterval is how often source-controller looks for new commits;
+	// `dev change` also asks it to look at once.
+	sourceInterval = 30 * time.Second
+	// kustomizationTimeout bounds an apply and its health checks.
+	kustomizationTimeout = 5 * time.Minute
+	// logTailLines is how much of a log a failed run prints.
+	logTailLines = 40
+)
+
+// up starts everything, waits until Flux applied the examples and every
+// server is Ready, shows the story, and holds until ctx ends.
+func up(ctx context.Context, out io.Writer, opts options) (err error) {
+	began := time.Now()
+	e, err := startEnv(ctx, out, opts)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted while starting: what started is stopped, and the
+		// logs of a half-started cluster would only hide that.
+		return errors.New("interrupted while starting; stopped everything it had started")
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(out, "dev: stopping every process and removing", e.st.Dir)
+		err = errors.Join(err, e.stop())
+	}()
+	s, err := newSession(out, &e.st)
+	if err != nil {
+		return err
+	}
+	if err := e.show(ctx, s); err != nil {
+		if ctx.Err() == nil {
+			e.printLogTails()
+		}
+		return err
+	}
+	fmt.Fprintf(out, "\ndev: the whole story took %s. Try:\n", since(began))
+	fmt.Fprintf(out, "  KUBECONFIG=%s kubectl get embedops -A\n", e.st.Kubeconfig)
+	fmt.Fprintf(out, "  make dev-change   # commit a new storage class for minimal's cache and follow its bindings\n")
+	fmt.Fprintf(out, "  make dev-down     # or Ctrl-C: stop everything\n")
+	if opts.hold {
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// show waits for the seeded commit to be applied and every server Ready,
+// then prints servers, bindings and the audit.
+func (e *env) show(ctx context.Context, s *session) error {
+	began := time.Now()
+	fmt.Fprintf(e.out, "dev: waiting for Flux to apply %s and for every server to be Ready\n", short(e.seed))
+	if err := s.waitApplied(ctx, e.seed, e.opts.timeout); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "dev: applied and Ready (%s)\n\n", since(began))
+	if err := printServers(ctx, e.out, s.client, s.st.Namespace); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.out)
+	if err := printBindings(ctx, e.out, s.client, s.st.Namespace); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.out, "\n$ embedops audit -A")
+	audited, err := s.audit(ctx, "table")
+	fmt.Fprint(e.out, audited)
+	return err
+}
+
+// createFluxObjects creates the GitRepository following the dev repository
+// and the Kustomization applying its examples with wait: true and the
+// healthCheckExprs embedops ships.
+func (e *env) createFluxObjects(ctx context.Context) error {
+	exprs, err := harness.ShippedHealthCheckExprs()
+	if err != nil {
+		return err
+	}
+	repo := harness.NewGitRepository(harness.GitRepositoryOptions{
+		Namespace: fluxNamespace, Name: gitRepositoryName, URL: e.repo.URL, Branch: branch, Interval: sourceInterval,
+	})
+	ks := harness.NewKustomization(harness.KustomizationOptions{
+		Namespace: fluxNamespace, Name: kustomizationName, Source: gitRepositoryName, Path: "./" + examplesPath,
+		TargetNamespace: e.opts.namespace, Timeout: kustomizationTimeout, RetryInterval: 10 * time.Second, HealthCheckExprs: exprs,
+	})
+	if err := e.cluster.Client.Create(ctx, repo); err != nil {
+		return fmt.Errorf("creating the GitRepository: %w", err)
+	}
+	if err := e.cluster.Client.Create(ctx, ks); err != nil {
+		return fmt.Errorf("creating the Kustomization: %w", err)
+	}
+	return nil
+}
+
+// printLogTails prints the end of Flux's and the controller's logs on
+// stderr, for a run that failed: stopping removes them.
+func (e *env) printLogTails() {
+	if e.flux != nil {
+		fmt.Fprintln(os.Stderr, e.flux.LogTails())
+	}
+	if e.controller != nil {
+		lines := strings.Split(strings.TrimRight(e.controller.Logs(), "\n"), "\n")
+		fmt.Fprintf(os.Stderr, "--- last lines of the controller log:\n%s\n", strings.Join(lines[max(0, len(lines)-logTailLines):], "\n"))
+	}
+}

@@ -52,7 +52,7 @@ func expectAppliedAfterServerReady(t *testing.T, namespace, commit string, mustS
 		status, err := kustomizationStatus(t.Context(), kustomizationKey(namespace))
 		g.Expect(err).NotTo(HaveOccurred())
 		serverReady := readyAtGeneration(t, g, namespace, server)
-		if runningHealthChecks(status, revision) && !serverReady {
+		if (runningHealthChecks(status, revision) && !serverReady) || healthCheckWaited(status, revision) {
 			waited = true
 		}
 		ready = apimeta.FindStatusCondition(status.Conditions, meta.ReadyCondition)
@@ -89,6 +89,30 @@ func runningHealthChecks(status *fluxStatus, revision string) bool {
 	reconciling := apimeta.FindStatusCondition(status.Conditions, meta.ReconcilingCondition)
 	return reconciling != nil && reconciling.Status == metav1.ConditionTrue &&
 		strings.Contains(reconciling.Message, "Running health checks for revision "+revision)
+}
+
+// healthCheckPolls is how often kustomize-controller looks at the health of
+// what it applied (kustomize-controller
+// internal/controller/kustomization_controller.go, checkHealth:
+// ssa.WaitOptions{Interval: 5 * time.Second}).
+const healthCheckPolls = 5 * time.Second
+
+// healthCheckWaited reports whether kustomize-controller's health check of
+// revision found something unhealthy at least once: it then reports
+// "Health check passed in <duration>" of at least one poll interval, while
+// a check that found everything healthy at once passes in milliseconds.
+// Unlike a poll of the Reconciling condition, this cannot miss a short wait.
+func healthCheckWaited(status *fluxStatus, revision string) bool {
+	healthy := apimeta.FindStatusCondition(status.Conditions, meta.HealthyCondition)
+	if healthy == nil || healthy.Status != metav1.ConditionTrue || status.LastAppliedRevision != revision {
+		return false
+	}
+	took, ok := strings.CutPrefix(healthy.Message, "Health check passed in ")
+	if !ok {
+		return false
+	}
+	duration, err := time.ParseDuration(took)
+	return err == nil && duration >= healthCheckPolls*4/5
 }
 
 // describe prints a condition for a failure message.

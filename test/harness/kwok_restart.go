@@ -21,16 +21,23 @@ const restartTimeout = 2 * time.Minute
 // crash, SIGTERM for a graceful stop) and waits until it has exited. etcd and
 // the other components keep running and retry until StartAPIServer.
 func (c *Cluster) StopAPIServer(ctx context.Context, signal syscall.Signal) error {
+	return c.StopComponent(ctx, apiServerComponent, signal)
+}
+
+// StopComponent ends one of the cluster's components (kwokctl's name, e.g.
+// kube-controller-manager) with signal and waits until it has exited;
+// StartAPIServer starts it again.
+func (c *Cluster) StopComponent(ctx context.Context, name string, signal syscall.Signal) error {
 	ctx, cancel := context.WithTimeout(ctx, restartTimeout)
 	defer cancel()
-	pid, ok := c.componentPIDs()[apiServerComponent]
+	pid, ok := c.componentPIDs()[name]
 	if !ok || !c.isComponent(pid) {
-		return errors.New("stopping kube-apiserver: it is not running")
+		return fmt.Errorf("stopping %s: it is not running", name)
 	}
 	if err := syscall.Kill(pid, signal); err != nil {
-		return fmt.Errorf("stopping kube-apiserver: %w", err)
+		return fmt.Errorf("stopping %s: %w", name, err)
 	}
-	return c.poll(ctx, "kube-apiserver to exit", func(context.Context) error {
+	return c.poll(ctx, name+" to exit", func(context.Context) error {
 		if c.isComponent(pid) {
 			return fmt.Errorf("process %d is running", pid)
 		}
@@ -38,9 +45,9 @@ func (c *Cluster) StopAPIServer(ctx context.Context, signal syscall.Signal) erro
 	})
 }
 
-// StartAPIServer starts kube-apiserver again with the arguments kwokctl
-// created it with (`kwokctl start cluster` starts every component that is
-// not running) and waits until it is ready.
+// StartAPIServer starts kube-apiserver, and every other component that is
+// not running, again with the arguments kwokctl created them with (`kwokctl
+// start cluster`) and waits until kube-apiserver is ready.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, restartTimeout)
 	defer cancel()

@@ -104,20 +104,29 @@ func (h *hub) resolve(ctx context.Context, model, revision string) (*revisionInf
 	return &info, nil
 }
 
-// get sends an authorized GET and returns a 2xx response, whose body the
-// caller closes. Any other answer is a *statusError, transient for 408, 429
-// and 5xx.
-func (h *hub) get(ctx context.Context, target, byteRange string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+// request is an authorized request for target that asks for the bytes as
+// stored: a compressed answer breaks Range and sizes.
+func (h *hub) request(ctx context.Context, method, target string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building a request for %s: %w", target, err)
 	}
 	if h.token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
-	// Ask for the bytes as stored: a compressed answer breaks Range and sizes.
 	req.Header.Set("Accept-Encoding", "identity")
 	req.Header.Set("User-Agent", "embedops-populate")
+	return req, nil
+}
+
+// get sends an authorized GET and returns a 2xx response, whose body the
+// caller closes. Any other answer is a *statusError, transient for 408, 429
+// and 5xx.
+func (h *hub) get(ctx context.Context, target, byteRange string) (*http.Response, error) {
+	req, err := h.request(ctx, http.MethodGet, target)
+	if err != nil {
+		return nil, err
+	}
 	if byteRange != "" {
 		req.Header.Set("Range", byteRange)
 	}

@@ -87,16 +87,10 @@ func normalETag(etag string) string {
 // returns a 2xx or 3xx answer. Any other answer is a *statusError, transient
 // for 408, 429 and 5xx.
 func (h *hub) head(ctx context.Context, target string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, target, nil)
+	req, err := h.request(ctx, http.MethodHead, target)
 	if err != nil {
-		return nil, fmt.Errorf("building a request for %s: %w", target, err)
+		return nil, err
 	}
-	if h.token != "" {
-		req.Header.Set("Authorization", "Bearer "+h.token)
-	}
-	// The size of the file as stored, not of a compressed answer.
-	req.Header.Set("Accept-Encoding", "identity")
-	req.Header.Set("User-Agent", "embedops-populate")
 	client := *h.client
 	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		location, err := url.Parse(req.Response.Header.Get("Location"))

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
+
 	. "github.com/onsi/gomega"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -70,8 +72,9 @@ func expectReadyReplicas(t *testing.T, key client.ObjectKey, n int32) *embedopsv
 	server := &embedopsv1.EmbeddingServer{}
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(cluster.Client.Get(t.Context(), key, server)).To(Succeed())
-		g.Expect(server.Status.ReadyReplicas).To(Equal(n))
-		g.Expect(server.Status.Phase).To(Equal(embedopsv1.PhaseReady))
+		ready := conditions.Get(server, embedopsv1.ReadyCondition)
+		g.Expect(server.Status.ReadyReplicas).To(Equal(n), "Ready: %+v", ready)
+		g.Expect(server.Status.Phase).To(Equal(embedopsv1.PhaseReady), "Ready: %+v", ready)
 	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
 	return server
 }

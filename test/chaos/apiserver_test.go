@@ -7,8 +7,11 @@ import (
 	"time"
 )
 
-// kubeControllerManager is kwokctl's name for kube-controller-manager.
-const kubeControllerManager = "kube-controller-manager"
+// kwokctl's names for the components restarted with kube-apiserver.
+const (
+	kubeControllerManager = "kube-controller-manager"
+	kubeScheduler         = "kube-scheduler"
+)
 
 // Timing of the kube-apiserver restarts.
 const (
@@ -96,8 +99,13 @@ func restartAPIServer(t *testing.T, run *chaosRun) {
 	// StatefulSet controller nor the garbage collector acted and the run
 	// judged kube-controller-manager, not embedops. It restarts as it does
 	// when it loses its lease during an outage.
-	if err := cluster.StopComponent(ctx, kubeControllerManager, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	// kube-scheduler likewise: left running, it may lose its lease after
+	// the restart and exit, and no pod is scheduled again (seen in a
+	// clean-clone run, which then failed every later test on the cluster).
+	for _, component := range []string{kubeControllerManager, kubeScheduler} {
+		if err := cluster.StopComponent(ctx, component, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The random outage is part of the fault injection.
 	outage := time.NewTimer(run.delay(maxOutage))
@@ -105,7 +113,7 @@ func restartAPIServer(t *testing.T, run *chaosRun) {
 	case <-outage.C:
 	case <-ctx.Done():
 	}
-	if stopped := cluster.StoppedComponents(); len(stopped) != 2 {
+	if stopped := cluster.StoppedComponents(); len(stopped) != 3 {
 		t.Errorf("components stopped while kube-apiserver was down: %v", stopped)
 	}
 	started := time.Now()

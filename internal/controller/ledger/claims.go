@@ -9,8 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,7 +91,7 @@ func (l *Ledger) releaseClaims(ctx context.Context, binding *embedopsv1.ModelCac
 func (l *Ledger) statefulSetMakingClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (string, error) {
 	var statefulSets appsv1.StatefulSetList
 	if err := l.apiReader.List(ctx, &statefulSets, client.InNamespace(binding.Namespace),
-		client.MatchingLabelsSelector{Selector: ownedSelector()}); err != nil {
+		client.HasLabels{embedopsv1.NameLabel}); err != nil {
 		return "", fmt.Errorf("listing StatefulSets: %w", err)
 	}
 	for _, sts := range statefulSets.Items {
@@ -107,11 +105,4 @@ func (l *Ledger) statefulSetMakingClaims(ctx context.Context, binding *embedopsv
 		}
 	}
 	return "", nil
-}
-
-// ownedSelector selects objects that carry embedops' owner labels.
-func ownedSelector() labels.Selector {
-	name, _ := labels.NewRequirement(embedopsv1.NameLabel, selection.Exists, nil)
-	namespace, _ := labels.NewRequirement(embedopsv1.NamespaceLabel, selection.Exists, nil)
-	return labels.NewSelector().Add(*name, *namespace)
 }

@@ -6,6 +6,9 @@
 //     patch (conditions, then the rest of the status), by the field manager
 //     embedopsv1.StatusFieldManager. observedGeneration is set when the
 //     generation was fully handled: on success and on a terminal error.
+//     The patch is a diff from the copy the reconcile started from, so that
+//     copy is never older than this process's last write of the server: a
+//     cached copy that is behind is read again uncached (serverWrites).
 //   - A reconcile ends in one of three ways: a wrapped error (retried), a
 //     RequeueAfter with Ready=False and Reconciling=True (waiting for pods),
 //     or reconcile.TerminalError with Stalled=True and a Warning event whose

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,6 +90,7 @@ type EmbeddingServerReconciler struct {
 	resources        *ssa.ResourceManager
 	ledger           *ledger.Ledger
 	rollouts         rollouts
+	writes           serverWrites
 	provenance       *provenance.Resolver
 	progressInterval time.Duration
 	endpointCheck    bool
@@ -180,9 +182,9 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 // Reconcile applies one EmbeddingServer's children and reports their state.
 func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	start := time.Now()
-	server := &embedopsv1.EmbeddingServer{}
-	if err := r.client.Get(ctx, req.NamespacedName, server); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	server, err := r.readServer(ctx, req.NamespacedName)
+	if server == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	defer r.metrics.RecordDuration(ctx, server, start)
 	r.metrics.RecordSuspend(ctx, server, server.Spec.Suspend)
@@ -194,7 +196,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	scope := newServerScope(server)
-	patcher := patch.NewSerialPatcher(server, r.client)
+	patcher := patch.NewSerialPatcher(server, recordingWriter{Client: r.client, writes: &r.writes})
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
 	}()
@@ -218,6 +220,25 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"endpoint", r.reconcileEndpoint},
 		{"diagnostics", r.reconcileDiagnostics},
 	})
+}
+
+// readServer reads the server from the cache, or from the API server when
+// the cache is behind this process's last write (see serverWrites); nil
+// when it is gone.
+func (r *EmbeddingServerReconciler) readServer(ctx context.Context, key types.NamespacedName) (*embedopsv1.EmbeddingServer, error) {
+	server := &embedopsv1.EmbeddingServer{}
+	err := r.client.Get(ctx, key, server)
+	if err == nil && r.writes.behind(key, server.ResourceVersion) {
+		err = r.apiReader.Get(ctx, key, server)
+	}
+	if apierrors.IsNotFound(err) {
+		r.writes.forget(key)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return server, nil
 }
 
 // newServerScope remembers what the phases compare against.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -61,6 +62,13 @@ func newG(t *testing.T) *WithT {
 // counted.
 func startManager(t *testing.T, namespace string, options ...func(*ManagerOptions)) *writeCounter {
 	t.Helper()
+	return startManagerWrapping(t, namespace, nil, options...)
+}
+
+// startManagerWrapping starts the reconcilers like startManager, their
+// client wrapped by wrap (nil: unwrapped).
+func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Client) client.Client, options ...func(*ManagerOptions)) *writeCounter {
+	t.Helper()
 	writes := newWriteCounter()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(writes.wrap)
@@ -78,6 +86,13 @@ func startManager(t *testing.T, namespace string, options ...func(*ManagerOption
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Every test runs its own manager in this process.
 		Controller: config.Controller{SkipNameValidation: new(true)},
+		NewClient: func(config *rest.Config, options client.Options) (client.Client, error) {
+			c, err := client.New(config, options)
+			if err != nil || wrap == nil {
+				return c, err
+			}
+			return wrap(c), nil
+		},
 	})
 	if err != nil {
 		t.Fatalf("creating the manager: %v", err)

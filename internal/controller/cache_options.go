@@ -23,9 +23,8 @@ import (
 // listed and watched server-side only when they carry embedopsv1.NameLabel,
 // and Jobs only when they carry
 // embedopsv1.PopulatesLabel, so memory grows with the servers, not with the
-// cluster. Pods are trimmed to what the diagnostics read. Secrets are cached
-// as metadata only, without annotations (kubectl's last-applied annotation
-// holds a Secret's data).
+// cluster. Pods are trimmed to what the diagnostics read. Secrets are not
+// cached at all (see ClientOptions).
 func CacheOptions() cache.Options {
 	owned := ownedSelector()
 	return cache.Options{
@@ -38,14 +37,14 @@ func CacheOptions() cache.Options {
 			&policyv1.PodDisruptionBudget{}: {Label: owned, Transform: stripManagedFields},
 			&networkingv1.NetworkPolicy{}:   {Label: owned, Transform: stripManagedFields},
 			&batchv1.Job{}:                  {Label: labelExists(embedopsv1.PopulatesLabel), Transform: stripManagedFields},
-			secretMetadata():                {Transform: stripSecretMetadata},
 		},
 	}
 }
 
 // ClientOptions returns the manager's client options: Secrets are never read
 // through the cache, so a stray Get cannot start an informer holding their
-// data.
+// data; a token or API key Secret is read by name when a reconcile needs it,
+// so memory does not grow with the cluster's Secrets.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
@@ -64,26 +63,10 @@ func labelExists(key string) labels.Selector {
 	return labels.NewSelector().Add(*requirement)
 }
 
-// secretMetadata is the metadata-only form of a Secret, as the controller
-// watches it.
-func secretMetadata() *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
-}
-
 // stripManagedFields drops managedFields, which the controller never reads.
 func stripManagedFields(in any) (any, error) {
 	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
-	}
-	return in, nil
-}
-
-// stripSecretMetadata keeps a Secret's identity and labels: the watch only
-// needs to know that a Secret changed.
-func stripSecretMetadata(in any) (any, error) {
-	if obj, err := meta.Accessor(in); err == nil {
-		obj.SetManagedFields(nil)
-		obj.SetAnnotations(nil)
 	}
 	return in, nil
 }

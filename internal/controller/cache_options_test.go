@@ -11,7 +11,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,23 +90,7 @@ func TestTrimPodKeepsWhatDiagnosticsRead(t *testing.T) {
 	g.Expect(trimPod(tombstone)).To(Equal(tombstone))
 }
 
-func TestStripSecretMetadataDropsAnnotations(t *testing.T) {
-	g := NewWithT(t)
-	secret := secretMetadata()
-	secret.Name = "hf"
-	secret.Labels = map[string]string{"team": "search"}
-	secret.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"token":"aGY="}}`}
-	secret.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	out, err := stripSecretMetadata(secret)
-	g.Expect(err).NotTo(HaveOccurred())
-	stripped := out.(*metav1.PartialObjectMetadata)
-	g.Expect(stripped.Annotations).To(BeNil(), "last-applied-configuration holds the data")
-	g.Expect(stripped.ManagedFields).To(BeNil())
-	g.Expect(stripped.Name).To(Equal("hf"))
-	g.Expect(stripped.Labels).To(Equal(map[string]string{"team": "search"}))
-}
-
-func TestCacheHoldsOnlyLabelledTrimmedPodsAndSecretMetadata(t *testing.T) {
+func TestCacheHoldsOnlyLabelledTrimmedPods(t *testing.T) {
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
 	ctx := t.Context()
@@ -140,9 +123,4 @@ func TestCacheHoldsOnlyLabelledTrimmedPodsAndSecretMetadata(t *testing.T) {
 		g.Expect(pods.Items[0].Spec.Containers).To(BeEmpty())
 	}).Should(Succeed())
 
-	g.Eventually(func(g Gomega) {
-		cached := secretMetadata()
-		g.Expect(informers.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "hf"}, cached)).To(Succeed())
-		g.Expect(cached.Annotations).To(BeNil())
-	}).Should(Succeed())
 }

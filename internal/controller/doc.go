@@ -12,11 +12,11 @@
 //   - A reconcile ends in one of three ways: a wrapped error (retried), a
 //     RequeueAfter with Ready=False and Reconciling=True (waiting for pods),
 //     or reconcile.TerminalError with Stalled=True and a Warning event whose
-//     reason is the condition's (the user must fix the spec or a referenced
-//     Secret). A child's name taken by a foreign object is the one stall
-//     that polls (Stalled=True, RequeueAfter): that object is not watched,
-//     so the server must look again to recover once it is gone. Requeues
-//     carry jitter.
+//     reason is the condition's (the user must fix the spec). A child's
+//     name taken by a foreign object and a missing token Secret (or key)
+//     are the stalls that poll (Stalled=True, RequeueAfter): neither is
+//     watched, so the server looks again every progress interval to
+//     recover once it is fixed. Requeues carry jitter.
 //   - Children are applied with fluxcd/pkg/ssa under embedopsv1.FieldManager;
 //     ssa's dry-run drift detection writes nothing when nothing changed. An
 //     object is recreated only for a change the API server refuses in place,
@@ -31,9 +31,10 @@
 //     otherwise the inventory diff prunes them.
 //   - Cache PersistentVolumeClaims are never pruned or deleted here: their
 //     ModelCacheBinding releases them.
-//   - Secret data is never cached, logged or emitted: Secrets are watched as
-//     metadata without annotations, and a token Secret is read with an
-//     uncached Get only to check that its key exists.
+//   - Secret data is never cached, logged or emitted: Secrets are neither
+//     cached nor watched (memory does not grow with the cluster's
+//     Secrets), and a token Secret is read by name, uncached, only to check
+//     that its key exists.
 //   - status.phase is a pure function of the conditions (serverPhase).
 //   - With the endpoint check on (ResolveEndpointCheck), an Available
 //     server's Service must answer TEI's /info, else Ready=False
@@ -66,10 +67,8 @@
 // process last applied and its update revision is rolled out (kstatus).
 //
 // The RBAC markers below are the controller's whole permission set; `make
-// manifests` turns them into config/rbac/role.yaml. Secrets are read as
-// metadata and, for a referenced token key only, by get: never listed with
-// their data, never written (RBAC cannot say "metadata only", so the role
-// grants get, list and watch; the cache and client options keep to it).
+// manifests` turns them into config/rbac/role.yaml. Secrets are read by
+// name only (get): never listed, watched or written.
 // The leader lease is in config/rbac's namespaced Role, not here. Servers
 // are never created or deleted by the controller, populate Jobs never
 // changed.
@@ -83,7 +82,7 @@
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete

@@ -16,7 +16,10 @@ import (
 
 // reconcileAccepted checks that the spec's references resolve: a token Secret
 // that is missing, or lacks its key, stalls the server before any child is
-// applied, because its pods could only fail.
+// applied, because its pods could only fail. Secrets are not watched (they
+// are not cached at all), so the stalled server polls for the Secret every
+// progress interval, as kustomize-controller polls for a dependency
+// (its --requeue-dependency, 30s by default).
 func (r *EmbeddingServerReconciler) reconcileAccepted(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
@@ -26,7 +29,8 @@ func (r *EmbeddingServerReconciler) reconcileAccepted(ctx context.Context, scope
 		}
 		if problem != "" {
 			conditions.MarkFalse(server, embedopsv1.AcceptedCondition, embedopsv1.SecretNotFoundReason, "%s", problem)
-			return ctrl.Result{}, r.stall(scope, embedopsv1.SecretNotFoundReason, errors.New(problem))
+			r.stallAndPoll(scope, embedopsv1.SecretNotFoundReason, errors.New(problem))
+			return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 		}
 	}
 	conditions.MarkTrue(server, embedopsv1.AcceptedCondition, embedopsv1.ValidReason, "the spec is valid and its references resolve")

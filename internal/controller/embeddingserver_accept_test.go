@@ -11,10 +11,14 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/test/fixtures"
+	"github.com/embedops/embedops/test/harness"
 )
 
 func TestServerWaitsForItsTokenSecretWithoutRollingOut(t *testing.T) {
-	g, namespace := reconciledNamespace(t)
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	requests := startManager(t, namespace)
 	const token = "hf_value_that_must_never_leak"
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "private", fixtures.WithToken("hf-token", "token")))
 
@@ -60,4 +64,7 @@ func TestServerWaitsForItsTokenSecretWithoutRollingOut(t *testing.T) {
 	for _, c := range server.Status.Conditions {
 		g.Expect(c.Message).NotTo(ContainSubstring(token))
 	}
+	// The Secret was found by polling it by name: Secrets are never listed
+	// or watched, so no cache grows with them.
+	g.Expect(requests.collectionReads("secrets")).To(BeZero(), "Secrets were listed or watched")
 }

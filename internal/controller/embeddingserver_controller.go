@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -44,10 +43,6 @@ const DefaultProgressInterval = 30 * time.Second
 // DefaultEndpointInterval is how often an Available server's /info is asked
 // again when the endpoint check is on.
 const DefaultEndpointInterval = time.Minute
-
-// tokenSecretIndex indexes EmbeddingServers by the name of their token
-// Secret, so a Secret event finds the servers that read it.
-const tokenSecretIndex = ".spec.model.tokenSecretRef.name"
 
 // EmbeddingServerReconcilerOptions configure the EmbeddingServer reconciler.
 type EmbeddingServerReconcilerOptions struct {
@@ -139,8 +134,8 @@ type phase struct {
 }
 
 // SetupWithManager wires the reconciler into mgr: clients, the shared event
-// recorder and ledger, metrics, the token Secret index and the watches.
-func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
+// recorder and ledger, metrics and the watches.
+func (r *EmbeddingServerReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
 	r.client, r.apiReader, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), recorder, l
 	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
@@ -159,9 +154,6 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 	if r.endpointInterval <= 0 {
 		r.endpointInterval = DefaultEndpointInterval
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.EmbeddingServer{}, tokenSecretIndex, indexTokenSecret); err != nil {
-		return fmt.Errorf("indexing servers by token Secret: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&embedopsv1.EmbeddingServer{}, ctrlbuilder.WithPredicates(
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
@@ -171,7 +163,6 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serverOfPod)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.serversOfPopulateJob)).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serversOfSecret)).
 		WithOptions(ctrlcontroller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             opts.RateLimiter,
@@ -270,29 +261,6 @@ func (r *EmbeddingServerReconciler) runPhases(ctx context.Context, scope *server
 		}
 	}
 	return result, nil
-}
-
-// indexTokenSecret returns the name of a server's token Secret.
-func indexTokenSecret(obj client.Object) []string {
-	server, ok := obj.(*embedopsv1.EmbeddingServer)
-	if !ok || server.Spec.Model.TokenSecretRef == nil {
-		return nil
-	}
-	return []string{server.Spec.Model.TokenSecretRef.Name}
-}
-
-// serversOfSecret maps a Secret to the servers of its namespace that read it.
-func (r *EmbeddingServerReconciler) serversOfSecret(ctx context.Context, secret client.Object) []reconcile.Request {
-	var servers embedopsv1.EmbeddingServerList
-	if err := r.client.List(ctx, &servers, client.InNamespace(secret.GetNamespace()), client.MatchingFields{tokenSecretIndex: secret.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the servers of a Secret", "secret", client.ObjectKeyFromObject(secret))
-		return nil
-	}
-	requests := make([]reconcile.Request, 0, len(servers.Items))
-	for i := range servers.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&servers.Items[i])})
-	}
-	return requests
 }
 
 // serverOfPod maps a pod to the server named by its owner labels.

@@ -53,10 +53,11 @@ func (r *EmbeddingServerReconciler) stall(scope *serverScope, reason string, err
 	return reconcile.TerminalError(err)
 }
 
-// stallAndPoll marks a server that needs a human to remove something
-// embedops does not watch: Stalled and Ready=False with the reason and a
-// Warning event when the stall is new, then the remaining phases are held
-// and the caller requeues to look again.
+// stallAndPoll marks a server that needs a human to change something
+// embedops does not watch (a foreign object in a child's name, a missing
+// Secret): Stalled and Ready=False with the reason and a Warning event when
+// the stall is new, then the remaining phases are held and the caller
+// requeues to look again.
 func (r *EmbeddingServerReconciler) stallAndPoll(scope *serverScope, reason string, err error) {
 	server := scope.server
 	if conditions.GetReason(server, embedopsv1.StalledCondition) != reason || conditions.GetMessage(server, embedopsv1.StalledCondition) != err.Error() {

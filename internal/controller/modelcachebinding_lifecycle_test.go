@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -112,13 +113,14 @@ func TestBindingHistoryLimitKeepsTheNewestReleased(t *testing.T) {
 	}
 	current := waitForBinding(t, g, key, previous)
 	g.Eventually(func(g Gomega) {
-		var released []string
+		var released, described []string
 		for _, b := range listBindings(t, g, namespace) {
 			if b.Status.Phase == embedopsv1.BindingReleased {
 				released = append(released, b.Name)
+				described = append(described, fmt.Sprintf("%s released at %s, resourceVersion %s", b.Name, b.Status.ReleasedAt, b.ResourceVersion))
 			}
 		}
-		g.Expect(released).To(ConsistOf(used[2], used[3]), "the two newest records are kept")
+		g.Expect(released).To(ConsistOf(used[2], used[3]), "the two newest records are kept; used in order: %v; released: %v", used, described)
 	}).Should(Succeed())
 	g.Expect(getBinding(t, g, namespace, current.Name).Status.Phase).To(Equal(embedopsv1.BindingActive))
 	for _, pruned := range used[:2] {

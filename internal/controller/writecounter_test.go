@@ -3,6 +3,7 @@ package controller
 import (
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -10,25 +11,56 @@ import (
 // writeCounter counts the requests that change something on the API server,
 // by resource ("statefulsets", "embeddingservers/status", ...). Reads,
 // watches and dry runs are not writes.
+// It also counts the collection reads (lists and watches) by resource.
 type writeCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu          sync.Mutex
+	counts      map[string]int
+	collections map[string]int
 }
 
 func newWriteCounter() *writeCounter {
-	return &writeCounter{counts: map[string]int{}}
+	return &writeCounter{counts: map[string]int{}, collections: map[string]int{}}
 }
 
 // wrap is a rest.Config WrapTransport.
 func (c *writeCounter) wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		if isWrite(req) {
-			c.mu.Lock()
+		c.mu.Lock()
+		switch {
+		case isWrite(req):
 			c.counts[resourceOf(req.URL.Path)]++
-			c.mu.Unlock()
+		case req.Method == http.MethodGet:
+			c.collections[collectionOf(req.URL.Path)]++
 		}
+		c.mu.Unlock()
 		return next.RoundTrip(req)
 	})
+}
+
+// collectionReads is how many lists and watches of resource were made.
+func (c *writeCounter) collectionReads(resource string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.collections[resource]
+}
+
+// collectionOf returns the resource of a GET of a collection
+// (/api/v1/namespaces/ns/secrets, /api/v1/secrets), "" for a GET of one
+// object.
+func collectionOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if i := slices.Index(parts, "namespaces"); i >= 0 && i+2 < len(parts) {
+		parts = parts[i+2:]
+		if len(parts) == 1 {
+			return parts[0]
+		}
+		return ""
+	}
+	// /api/v1/<resource> or /apis/<group>/<version>/<resource>.
+	if (parts[0] == "api" && len(parts) == 3) || (parts[0] == "apis" && len(parts) == 4) {
+		return parts[len(parts)-1]
+	}
+	return ""
 }
 
 // snapshot returns the counts so far.

@@ -154,6 +154,16 @@ func TestPrunableKeepsTheNewestReleased(t *testing.T) {
 	g.Expect(pruned).To(HaveLen(2))
 	g.Expect(pruned[0].Name).To(Equal("a"))
 	g.Expect(pruned[1].Name).To(Equal("b"))
+
+	// Released within one second: the later write is the newer record,
+	// compared as a number ("10" is after "9").
+	sameSecond := func(name, resourceVersion string) embedopsv1.ModelCacheBinding {
+		b := released(name, 5)
+		b.ResourceVersion = resourceVersion
+		return b
+	}
+	tied := []embedopsv1.ModelCacheBinding{sameSecond("newest", "10"), sameSecond("older", "9"), sameSecond("oldest", "8")}
+	g.Expect(decision.Prunable(tied, 1)).To(HaveExactElements(HaveField("Name", "oldest"), HaveField("Name", "older")))
 }
 
 func TestDrift(t *testing.T) {

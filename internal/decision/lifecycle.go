@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
@@ -56,6 +58,10 @@ func UntilRetirement(binding *embedopsv1.ModelCacheBinding, now time.Time) time.
 }
 
 // Prunable are the Released bindings beyond the newest limit, oldest first.
+// releasedAt has a resolution of one second, and a server moving quickly
+// releases several bindings within one, so ties go to the resourceVersion
+// (k8s.io/apimachinery/pkg/util/resourceversion): a Released record is last
+// written when it is released.
 func Prunable(bindings []embedopsv1.ModelCacheBinding, limit int) []embedopsv1.ModelCacheBinding {
 	var released []embedopsv1.ModelCacheBinding
 	for _, b := range bindings {
@@ -67,7 +73,14 @@ func Prunable(bindings []embedopsv1.ModelCacheBinding, limit int) []embedopsv1.M
 		return nil
 	}
 	slices.SortStableFunc(released, func(a, b embedopsv1.ModelCacheBinding) int {
-		return releasedTime(a).Compare(releasedTime(b))
+		if c := releasedTime(a).Compare(releasedTime(b)); c != 0 {
+			return c
+		}
+		c, err := resourceversion.CompareResourceVersion(a.ResourceVersion, b.ResourceVersion)
+		if err != nil {
+			return 0
+		}
+		return c
 	})
 	return released[:len(released)-limit]
 }

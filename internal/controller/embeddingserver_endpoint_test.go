@@ -186,9 +186,10 @@ func TestServerEndpointCheckOnAPopulatedCacheComparesTheResolvedCommit(t *testin
 
 	// The binding records the commit, the files and their bytes; TEI and
 	// the populator then run exactly that commit.
-	server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionTrue, embedopsv1.DownloadedReason)
+	waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionTrue, embedopsv1.DownloadedReason)
+	bindingName := waitForBinding(t, g, key, "").Name
 	g.Eventually(func(g Gomega) {
-		binding := getBinding(t, g, namespace, server.Status.CacheBinding)
+		binding := getBinding(t, g, namespace, bindingName)
 		g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{
 			ResolvedCommit: commitA, ContentDigest: digestA, Files: files, Bytes: new(int64(90_000_000)),
 		}))

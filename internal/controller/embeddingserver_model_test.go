@@ -172,8 +172,9 @@ func TestServerPodsPopulateTheirCacheBeforeTEIStartsOffline(t *testing.T) {
 	createServerPod(t, g, key, "0", populated(commitA, digestA))
 	server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionTrue, embedopsv1.DownloadedReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.ModelReadyCondition)).To(ContainSubstring(commitA))
+	bindingName := waitForBinding(t, g, key, "").Name
 	g.Eventually(func(g Gomega) {
-		binding := getBinding(t, g, namespace, server.Status.CacheBinding)
+		binding := getBinding(t, g, namespace, bindingName)
 		g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))}))
 	}).Should(Succeed())
 
@@ -189,7 +190,7 @@ func TestServerPodsPopulateTheirCacheBeforeTEIStartsOffline(t *testing.T) {
 		g.Expect(conditions.GetMessage(server, embedopsv1.ModelReadyCondition)).To(ContainSubstring("tei-1 resolved " + commitB))
 	}).Should(Succeed())
 	requestReconcile(t, g, key)
-	binding := getBinding(t, g, namespace, server.Status.CacheBinding)
+	binding := getBinding(t, g, namespace, bindingName)
 	g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))}))
 	g.Expect(warningEvents(t, g, namespace, "tei", embedopsv1.ResolvedCommitMismatchReason)).To(HaveLen(1))
 	checkConditions(t, g, key)
@@ -205,7 +206,7 @@ func TestServerReportsAFailedPopulate(t *testing.T) {
 	createServerPod(t, g, key, "0", terminatedPopulate(1, `{"error":"revision nope not found"}`))
 	server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadFailedReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.ModelReadyCondition)).To(ContainSubstring("tei-0: revision nope not found"))
-	binding := getBinding(t, g, namespace, server.Status.CacheBinding)
+	binding := getBinding(t, g, namespace, waitForBinding(t, g, key, "").Name)
 	g.Expect(binding.Status.Realized).To(BeNil())
 	checkConditions(t, g, key)
 }

@@ -178,10 +178,10 @@ func (c *Cluster) start(ctx context.Context, opts ClusterOptions, binaries map[s
 	if err := c.startStorage(ctx); err != nil {
 		return err
 	}
-	if err := c.poll(ctx, fmt.Sprintf("%d Ready nodes", opts.Nodes), c.nodesReady(opts.Nodes)); err != nil {
+	if err := c.poll(ctx, fmt.Sprintf("%d Ready nodes", opts.Nodes), c.supervised(c.nodesReady(opts.Nodes))); err != nil {
 		return err
 	}
-	return c.poll(ctx, "the default ServiceAccount", c.serviceAccountExists(metav1.NamespaceDefault))
+	return c.poll(ctx, "the default ServiceAccount", c.supervised(c.serviceAccountExists(metav1.NamespaceDefault)))
 }
 
 // connect builds the clients from the kubeconfig kwokctl wrote.

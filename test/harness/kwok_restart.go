@@ -51,6 +51,15 @@ func (c *Cluster) StopComponent(ctx context.Context, name string, signal syscall
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, restartTimeout)
 	defer cancel()
+	if err := c.startStopped(ctx); err != nil {
+		return fmt.Errorf("starting kube-apiserver: %w\n%s", err, c.ComponentLogs(logTailLines))
+	}
+	return c.poll(ctx, "kube-apiserver to be ready again", c.apiServerReady)
+}
+
+// startStopped starts every component that is not running with the
+// arguments kwokctl created it with (`kwokctl start cluster`).
+func (c *Cluster) startStopped(ctx context.Context) error {
 	// kwokctl starts a component only when its pid file names no process
 	// answering signal 0, which an unreaped zombie does: drop those files.
 	for _, name := range c.StoppedComponents() {
@@ -58,10 +67,28 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 			return fmt.Errorf("removing the pid file of %s: %w", name, err)
 		}
 	}
-	if err := c.run(ctx, "start", "cluster"); err != nil {
-		return fmt.Errorf("starting kube-apiserver: %w\n%s", err, c.ComponentLogs(logTailLines))
+	return c.run(ctx, "start", "cluster")
+}
+
+// supervised wraps a startup condition: while it does not hold, components
+// that exited are started again, as a kubelet restarts a static pod. On a
+// loaded machine etcd can answer slowly for the first minute, and
+// kube-controller-manager exits when kube-apiserver is not healthy within
+// its first seconds; nothing would create the default ServiceAccount then.
+func (c *Cluster) supervised(condition func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := condition(ctx)
+		if err == nil {
+			return nil
+		}
+		if stopped := c.StoppedComponents(); len(stopped) > 0 {
+			if startErr := c.startStopped(ctx); startErr != nil {
+				return errors.Join(err, fmt.Errorf("starting %v again: %w", stopped, startErr))
+			}
+			return errors.Join(err, fmt.Errorf("started %v again", stopped))
+		}
+		return err
 	}
-	return c.poll(ctx, "kube-apiserver to be ready again", c.apiServerReady)
 }
 
 // RestartAPIServer stops kube-apiserver with signal and starts it again.

@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/kustomize/api/resource"
+
+	"github.com/embedops/embedops/test/healthcheck"
 )
 
 // fluxKustomization is the part of a kustomize.toolkit.fluxcd.io/v1
@@ -15,13 +17,13 @@ import (
 type fluxKustomization struct {
 	Metadata objectMeta `json:"metadata"`
 	Spec     struct {
-		DependsOn        []objectMeta      `json:"dependsOn"`
-		Path             string            `json:"path"`
-		Prune            bool              `json:"prune"`
-		Wait             bool              `json:"wait"`
-		TargetNamespace  string            `json:"targetNamespace"`
-		SourceRef        sourceRef         `json:"sourceRef"`
-		HealthCheckExprs []healthCheckExpr `json:"healthCheckExprs"`
+		DependsOn        []objectMeta       `json:"dependsOn"`
+		Path             string             `json:"path"`
+		Prune            bool               `json:"prune"`
+		Wait             bool               `json:"wait"`
+		TargetNamespace  string             `json:"targetNamespace"`
+		SourceRef        sourceRef          `json:"sourceRef"`
+		HealthCheckExprs []healthcheck.Expr `json:"healthCheckExprs"`
 	} `json:"spec"`
 }
 

@@ -25,7 +25,9 @@ func TestFluxHealthCheckExprs(t *testing.T) {
 			"stalled.yaml":            healthcheck.Failed,
 			"reconciling.yaml":        healthcheck.InProgress,
 			"healthy.yaml":            healthcheck.Current,
+			"scaled_to_zero.yaml":     healthcheck.Current,
 			"degraded.yaml":           healthcheck.Failed,
+			"image_pull_backoff.yaml": healthcheck.Failed,
 			"no_ready_condition.yaml": healthcheck.InProgress,
 		},
 		"ModelCacheBinding": {

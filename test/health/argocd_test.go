@@ -28,7 +28,7 @@ var customizationsDir = filepath.Join("..", "..", healthcheck.CustomizationsDir)
 var argocdCMPath = filepath.Join(configDir, "argocd", "argocd-cm.yaml")
 
 // healthKinds are the group/kind directories with a health.lua.
-var healthKinds = []string{"embedops.dev/EmbeddingServer", "embedops.dev/ModelCacheBinding"}
+var healthKinds = []string{"embedops.dev/EmbeddingServer"}
 
 // healthTests is Argo CD's health_test.yaml.
 type healthTests struct {

@@ -30,13 +30,6 @@ func TestFluxHealthCheckExprs(t *testing.T) {
 			"image_pull_backoff.yaml": healthcheck.Failed,
 			"no_ready_condition.yaml": healthcheck.InProgress,
 		},
-		"ModelCacheBinding": {
-			"no_status.yaml": unknown,
-			"active.yaml":    healthcheck.Current,
-			"retiring.yaml":  healthcheck.InProgress,
-			"released.yaml":  healthcheck.Current,
-			"drift.yaml":     healthcheck.Failed,
-		},
 	}
 	g := NewWithT(t)
 	g.Expect(exprs).To(HaveLen(len(want)))

@@ -109,10 +109,17 @@ func TestFluxLayout(t *testing.T) {
 	for _, e := range exprs {
 		covered[e.APIVersion+"/"+e.Kind] = true
 	}
+	applied := map[string]bool{}
 	for _, r := range examples {
+		applied[r.GetApiVersion()+"/"+r.GetKind()] = true
 		if strings.HasPrefix(r.GetApiVersion(), "embedops.dev/") {
 			g.Expect(covered).To(HaveKey(r.GetApiVersion() + "/" + r.GetKind()))
 		}
+	}
+	// kustomize-controller checks the health of what it applied only, so
+	// an expression for a kind it never applies is never evaluated.
+	for kind := range covered {
+		g.Expect(applied).To(HaveKey(kind), "healthCheckExprs for %s, which the Kustomization never applies", kind)
 	}
 }
 

@@ -41,6 +41,7 @@ func TestFluxAppliesAServerAndItsDecisionsAudit(t *testing.T) {
 	step(t, "A adds the server: Ready after the server, the binding records A", func(t *testing.T) {
 		server := expectAppliedAfterServerReady(t, namespace, commitA, true)
 		bindingA = expectFluxBinding(t, server, repo.url, commitA, harness.DefaultStorageClass)
+		expectHealthChecksOnlyForApplied(t, server)
 	})
 	step(t, "B changes the storage class: a new binding records B, the old one retires", func(t *testing.T) {
 		commitB = repo.commit(t, "Move the bge cache to the fast class", map[string]string{serverFile: serverManifest(fast, "")})

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	lua "github.com/yuin/gopher-lua"
 	"sigs.k8s.io/yaml"
+
+	"github.com/embedops/embedops/test/healthcheck"
 )
 
 var update = flag.Bool("update", false, "rewrite config/argocd/argocd-cm.yaml from the health.lua files")
@@ -21,13 +22,13 @@ const configDir = "../../config"
 
 // customizationsDir holds the health checks in Argo CD's own layout:
 // <group>/<kind>/health.lua with health_test.yaml and testdata/.
-var customizationsDir = filepath.Join(configDir, "argocd", "resource_customizations")
+var customizationsDir = filepath.Join("..", "..", healthcheck.CustomizationsDir)
 
 // argocdCMPath is the argocd-cm snippet that inlines the health checks.
 var argocdCMPath = filepath.Join(configDir, "argocd", "argocd-cm.yaml")
 
 // healthKinds are the group/kind directories with a health.lua.
-var healthKinds = []string{"embedops.dev/EmbeddingServer", "embedops.dev/ModelCacheBinding"}
+var healthKinds = []string{"embedops.dev/EmbeddingServer"}
 
 // healthTests is Argo CD's health_test.yaml.
 type healthTests struct {
@@ -36,14 +37,8 @@ type healthTests struct {
 
 // healthCase is one entry of health_test.yaml.
 type healthCase struct {
-	HealthStatus healthStatus `json:"healthStatus"`
-	InputPath    string       `json:"inputPath"`
-}
-
-// healthStatus is what a health script returns.
-type healthStatus struct {
-	Status  string `json:"status"`
-	Message string `json:"message"`
+	HealthStatus healthcheck.ArgoCDHealth `json:"healthStatus"`
+	InputPath    string                   `json:"inputPath"`
 }
 
 func TestHealthLua(t *testing.T) {
@@ -60,7 +55,7 @@ func TestHealthLua(t *testing.T) {
 				g := NewWithT(t)
 				var obj map[string]any
 				readYAML(t, filepath.Join(dir, tc.InputPath), &obj)
-				got, err := runHealth(script, obj)
+				got, err := healthcheck.RunArgoCD(script, obj)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(got).To(Equal(tc.HealthStatus))
 			})
@@ -91,42 +86,6 @@ func TestHealthLuaCoversEveryTestdataFile(t *testing.T) {
 	}
 }
 
-func TestLuaValue(t *testing.T) {
-	tests := []struct {
-		name  string
-		in    any
-		check string
-	}{
-		{name: "string", in: "a", check: `return v == "a"`},
-		{name: "float", in: 1.5, check: `return v == 1.5`},
-		{name: "int64", in: int64(3), check: `return v == 3`},
-		{name: "int", in: 2, check: `return v == 2`},
-		{name: "bool", in: true, check: `return v == true`},
-		{name: "nil", in: nil, check: `return v == nil`},
-		{name: "slice is 1-based", in: []any{"x", "y"}, check: `return #v == 2 and v[1] == "x" and v[2] == "y"`},
-		{name: "map", in: map[string]any{"a": map[string]any{"b": false}}, check: `return v.a.b == false`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			l := newArgoLuaState()
-			defer l.Close()
-			v, err := luaValue(l, tt.in)
-			g.Expect(err).NotTo(HaveOccurred())
-			l.SetGlobal("v", v)
-			g.Expect(l.DoString(tt.check)).To(Succeed())
-			g.Expect(l.Get(-1)).To(Equal(lua.LTrue))
-		})
-	}
-	t.Run("unsupported type", func(t *testing.T) {
-		g := NewWithT(t)
-		l := newArgoLuaState()
-		defer l.Close()
-		_, err := luaValue(l, struct{}{})
-		g.Expect(err).To(HaveOccurred())
-	})
-}
-
 func TestArgoCDConfigMapInlinesTheScripts(t *testing.T) {
 	g := NewWithT(t)
 	want, err := argocdConfigMap()
@@ -144,93 +103,6 @@ func TestArgoCDConfigMapInlinesTheScripts(t *testing.T) {
 	for _, kind := range healthKinds {
 		script := readFile(t, filepath.Join(customizationsDir, kind, "health.lua"))
 		g.Expect(cm.Data).To(HaveKeyWithValue(healthKey(kind), script))
-	}
-}
-
-// runHealth runs an Argo CD health script with obj as the global `obj`.
-func runHealth(script string, obj map[string]any) (healthStatus, error) {
-	l := newArgoLuaState()
-	defer l.Close()
-	v, err := luaValue(l, obj)
-	if err != nil {
-		return healthStatus{}, err
-	}
-	l.SetGlobal("obj", v)
-	if err := l.DoString(script); err != nil {
-		return healthStatus{}, fmt.Errorf("running the script: %w", err)
-	}
-	ret, ok := l.Get(-1).(*lua.LTable)
-	if !ok {
-		return healthStatus{}, fmt.Errorf("the script returned %s, not a table", l.Get(-1).Type())
-	}
-	status, ok := ret.RawGetString("status").(lua.LString)
-	if !ok {
-		return healthStatus{}, fmt.Errorf("the script returned no status string")
-	}
-	var message string
-	if m, ok := ret.RawGetString("message").(lua.LString); ok {
-		message = string(m)
-	}
-	return healthStatus{Status: string(status), Message: message}, nil
-}
-
-// newArgoLuaState opens only the libraries Argo CD opens for health scripts
-// by default (package, base, table), so a script using more fails here.
-func newArgoLuaState() *lua.LState {
-	l := lua.NewState(lua.Options{SkipOpenLibs: true})
-	for _, lib := range []struct {
-		name string
-		open lua.LGFunction
-	}{
-		{lua.LoadLibName, lua.OpenPackage},
-		{lua.BaseLibName, lua.OpenBase},
-		{lua.TabLibName, lua.OpenTable},
-	} {
-		l.Push(l.NewFunction(lib.open))
-		l.Push(lua.LString(lib.name))
-		l.Call(1, 0)
-	}
-	return l
-}
-
-// luaValue converts decoded YAML or JSON to Lua: maps become tables, slices
-// 1-based arrays, numbers LNumber, and nil LNil.
-func luaValue(l *lua.LState, v any) (lua.LValue, error) {
-	switch v := v.(type) {
-	case nil:
-		return lua.LNil, nil
-	case bool:
-		return lua.LBool(v), nil
-	case string:
-		return lua.LString(v), nil
-	case float64:
-		return lua.LNumber(v), nil
-	case int64:
-		return lua.LNumber(v), nil
-	case int:
-		return lua.LNumber(v), nil
-	case map[string]any:
-		t := l.NewTable()
-		for k, e := range v {
-			lv, err := luaValue(l, e)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			t.RawSetString(k, lv)
-		}
-		return t, nil
-	case []any:
-		t := l.NewTable()
-		for i, e := range v {
-			lv, err := luaValue(l, e)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
-			}
-			t.RawSetInt(i+1, lv)
-		}
-		return t, nil
-	default:
-		return nil, fmt.Errorf("unsupported type %T", v)
 	}
 }
 

@@ -1,7 +1,6 @@
 // Package health tests the install and GitOps manifests under config/ and
-// gitops/: the Argo CD health Lua for EmbeddingServer and ModelCacheBinding,
-// run with the Lua interpreter Argo CD embeds against Argo CD-style test
-// cases; the argocd-cm snippet, which must inline exactly those scripts; the
+// gitops/: the Argo CD health Lua for EmbeddingServer, run with the Lua
+// interpreter Argo CD embeds against Argo CD-style test cases; the argocd-cm snippet, which must inline exactly those scripts; the
 // Flux healthCheckExprs, compiled and evaluated with CEL; the kustomize
 // renderings of config/default, config/flux and config/argocd, including
 // the controller's --populator-image following its image; and the GitOps

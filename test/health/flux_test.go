@@ -1,55 +1,34 @@
 package health
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/ext"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
+
+	"github.com/embedops/embedops/test/healthcheck"
 )
 
-// healthCheckExpr is one entry of a Flux Kustomization's
-// spec.healthCheckExprs (kustomize-controller v1.9.6).
-type healthCheckExpr struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	InProgress string `json:"inProgress"`
-	Failed     string `json:"failed"`
-	Current    string `json:"current"`
-}
-
-// Flux statuses, as kstatus names them; unknown is an evaluation error.
-const (
-	inProgress = "InProgress"
-	failed     = "Failed"
-	current    = "Current"
-	unknown    = "Unknown"
-)
+// unknown marks an object on which the expressions fail to evaluate.
+const unknown = "Unknown"
 
 func TestFluxHealthCheckExprs(t *testing.T) {
 	exprs := fluxHealthCheckExprs(t)
 	// Each Argo CD test object, with the status Flux must give it.
 	want := map[string]map[string]string{
 		"EmbeddingServer": {
-			"suspended.yaml":          inProgress,
+			"suspended.yaml":          healthcheck.InProgress,
 			"no_status.yaml":          unknown,
-			"generation_behind.yaml":  inProgress,
-			"stalled.yaml":            failed,
-			"reconciling.yaml":        inProgress,
-			"healthy.yaml":            current,
-			"degraded.yaml":           failed,
-			"no_ready_condition.yaml": inProgress,
-		},
-		"ModelCacheBinding": {
-			"no_status.yaml": unknown,
-			"active.yaml":    current,
-			"retiring.yaml":  inProgress,
-			"released.yaml":  current,
-			"drift.yaml":     failed,
+			"generation_behind.yaml":  healthcheck.InProgress,
+			"stalled.yaml":            healthcheck.Failed,
+			"reconciling.yaml":        healthcheck.InProgress,
+			"healthy.yaml":            healthcheck.Current,
+			"scaled_to_zero.yaml":     healthcheck.Current,
+			"degraded.yaml":           healthcheck.Failed,
+			"image_pull_backoff.yaml": healthcheck.Failed,
+			"no_ready_condition.yaml": healthcheck.InProgress,
 		},
 	}
 	g := NewWithT(t)
@@ -62,7 +41,7 @@ func TestFluxHealthCheckExprs(t *testing.T) {
 				g := NewWithT(t)
 				var obj map[string]any
 				readYAML(t, filepath.Join(customizationsDir, "embedops.dev", e.Kind, "testdata", file), &obj)
-				got, err := fluxStatus(e, obj)
+				got, err := healthcheck.FluxStatus(e, obj)
 				if status == unknown {
 					g.Expect(err).To(HaveOccurred())
 					return
@@ -80,7 +59,7 @@ func TestFluxHealthCheckExprsCompile(t *testing.T) {
 			t.Run(e.Kind+"/"+name, func(t *testing.T) {
 				g := NewWithT(t)
 				g.Expect(expr).NotTo(BeEmpty())
-				env, err := fluxEnv(
+				env, err := healthcheck.Env(
 					cel.Variable("apiVersion", cel.StringType),
 					cel.Variable("kind", cel.StringType),
 					cel.Variable("metadata", cel.DynType),
@@ -98,9 +77,9 @@ func TestFluxHealthCheckExprsCompile(t *testing.T) {
 
 // fluxHealthCheckExprs reads the healthCheckExprs of the Flux
 // Kustomization rendered from config/flux.
-func fluxHealthCheckExprs(t *testing.T) []healthCheckExpr {
+func fluxHealthCheckExprs(t *testing.T) []healthcheck.Expr {
 	t.Helper()
-	var exprs []healthCheckExpr
+	var exprs []healthcheck.Expr
 	for _, r := range render(t, "flux") {
 		if r.GetKind() != "Kustomization" || r.GetApiVersion() != "kustomize.toolkit.fluxcd.io/v1" {
 			continue
@@ -111,8 +90,8 @@ func fluxHealthCheckExprs(t *testing.T) []healthCheckExpr {
 		}
 		var k struct {
 			Spec struct {
-				Wait             bool              `json:"wait"`
-				HealthCheckExprs []healthCheckExpr `json:"healthCheckExprs"`
+				Wait             bool               `json:"wait"`
+				HealthCheckExprs []healthcheck.Expr `json:"healthCheckExprs"`
 			} `json:"spec"`
 		}
 		if err := yaml.Unmarshal(b, &k); err != nil {
@@ -127,64 +106,4 @@ func fluxHealthCheckExprs(t *testing.T) []healthCheckExpr {
 		t.Fatal("config/flux has no healthCheckExprs")
 	}
 	return exprs
-}
-
-// fluxEnv is the CEL environment of fluxcd/pkg/runtime/cel.NewExpression.
-func fluxEnv(vars ...cel.EnvOption) (*cel.Env, error) {
-	return cel.NewEnv(append([]cel.EnvOption{
-		cel.HomogeneousAggregateLiterals(),
-		cel.EagerlyValidateDeclarations(true),
-		cel.DefaultUTCTimeZone(true),
-		cel.CrossTypeNumericComparisons(true),
-		cel.OptionalTypes(),
-		ext.Strings(),
-		ext.Sets(),
-		ext.Encoders(),
-	}, vars...)...)
-}
-
-// fluxStatus evaluates e against obj as fluxcd/pkg/runtime/cel's
-// StatusEvaluator does: a set observedGeneration that differs from the
-// generation is in progress; then inProgress, failed and current, in order,
-// on parsed (not type-checked) expressions; nothing true is in progress.
-func fluxStatus(e healthCheckExpr, obj map[string]any) (string, error) {
-	if status, ok := obj["status"].(map[string]any); ok {
-		if observed, ok := status["observedGeneration"]; ok {
-			metadata, _ := obj["metadata"].(map[string]any)
-			if generation, ok := metadata["generation"]; ok && observed != generation {
-				return inProgress, nil
-			}
-		}
-	}
-	env, err := fluxEnv()
-	if err != nil {
-		return "", err
-	}
-	for _, step := range []struct {
-		expr, status string
-	}{{e.InProgress, inProgress}, {e.Failed, failed}, {e.Current, current}} {
-		if step.expr == "" {
-			continue
-		}
-		ast, issues := env.Parse(step.expr)
-		if issues.Err() != nil {
-			return "", issues.Err()
-		}
-		prog, err := env.Program(ast)
-		if err != nil {
-			return "", err
-		}
-		val, _, err := prog.Eval(obj)
-		if err != nil {
-			return "", fmt.Errorf("evaluating %q: %w", step.expr, err)
-		}
-		b, ok := val.(types.Bool)
-		if !ok {
-			return "", fmt.Errorf("%q is not a boolean", step.expr)
-		}
-		if b {
-			return step.status, nil
-		}
-	}
-	return inProgress, nil
 }

@@ -115,6 +115,22 @@ func TestArgoCDLayout(t *testing.T) {
 			"%s's dry run fails while the %s CRD is missing", cr.app, cr.groupKind)
 	}
 
+	// Argo CD shows, and so checks the health of, what an Application
+	// syncs and the children those own: a health check for another kind
+	// is never run.
+	synced := map[string]bool{}
+	for _, cr := range custom {
+		synced[cr.groupKind] = true
+	}
+	scripts, err := filepath.Glob(filepath.Join(customizationsDir, "*", "*", "health.lua"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(scripts).NotTo(BeEmpty())
+	for _, script := range scripts {
+		kind, err := filepath.Rel(customizationsDir, filepath.Dir(script))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(synced).To(HaveKey(filepath.ToSlash(kind)), "a health check for %s, which no Application syncs", kind)
+	}
+
 	g.Expect(crds.Spec.SyncPolicy.SyncOptions).To(ContainElement("ServerSideApply=true"))
 	g.Expect(examples.Spec.SyncPolicy.SyncOptions).To(ContainElement("CreateNamespace=true"))
 	g.Expect(examples.Spec.Destination.Namespace).NotTo(BeEmpty())

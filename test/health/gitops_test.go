@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/kustomize/api/resource"
+
+	"github.com/embedops/embedops/test/healthcheck"
 )
 
 // fluxKustomization is the part of a kustomize.toolkit.fluxcd.io/v1
@@ -15,13 +17,13 @@ import (
 type fluxKustomization struct {
 	Metadata objectMeta `json:"metadata"`
 	Spec     struct {
-		DependsOn        []objectMeta      `json:"dependsOn"`
-		Path             string            `json:"path"`
-		Prune            bool              `json:"prune"`
-		Wait             bool              `json:"wait"`
-		TargetNamespace  string            `json:"targetNamespace"`
-		SourceRef        sourceRef         `json:"sourceRef"`
-		HealthCheckExprs []healthCheckExpr `json:"healthCheckExprs"`
+		DependsOn        []objectMeta       `json:"dependsOn"`
+		Path             string             `json:"path"`
+		Prune            bool               `json:"prune"`
+		Wait             bool               `json:"wait"`
+		TargetNamespace  string             `json:"targetNamespace"`
+		SourceRef        sourceRef          `json:"sourceRef"`
+		HealthCheckExprs []healthcheck.Expr `json:"healthCheckExprs"`
 	} `json:"spec"`
 }
 
@@ -107,10 +109,17 @@ func TestFluxLayout(t *testing.T) {
 	for _, e := range exprs {
 		covered[e.APIVersion+"/"+e.Kind] = true
 	}
+	applied := map[string]bool{}
 	for _, r := range examples {
+		applied[r.GetApiVersion()+"/"+r.GetKind()] = true
 		if strings.HasPrefix(r.GetApiVersion(), "embedops.dev/") {
 			g.Expect(covered).To(HaveKey(r.GetApiVersion() + "/" + r.GetKind()))
 		}
+	}
+	// kustomize-controller checks the health of what it applied only, so
+	// an expression for a kind it never applies is never evaluated.
+	for kind := range covered {
+		g.Expect(applied).To(HaveKey(kind), "healthCheckExprs for %s, which the Kustomization never applies", kind)
 	}
 }
 

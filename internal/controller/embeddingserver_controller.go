@@ -45,6 +45,10 @@ const DefaultProgressInterval = 30 * time.Second
 // again when the endpoint check is on.
 const DefaultEndpointInterval = time.Minute
 
+// DefaultClusterDomain is the cluster's DNS domain when none is configured,
+// kubelet's and kubeadm's default.
+const DefaultClusterDomain = "cluster.local"
+
 // tokenSecretIndex indexes EmbeddingServers by the name of their token
 // Secret, so a Secret event finds the servers that read it.
 const tokenSecretIndex = ".spec.model.tokenSecretRef.name"
@@ -77,6 +81,9 @@ type EmbeddingServerReconcilerOptions struct {
 	// ArgoCDNamespace is Argo CD's own namespace, where Applications named
 	// without one live; empty means provenance.DefaultArgoCDNamespace.
 	ArgoCDNamespace string
+	// ClusterDomain is the cluster's DNS domain, the suffix of status.url;
+	// empty means DefaultClusterDomain.
+	ClusterDomain string
 }
 
 // EmbeddingServerReconciler runs TEI servers: it applies each
@@ -97,6 +104,7 @@ type EmbeddingServerReconciler struct {
 	endpoint         EndpointClient
 	endpointInterval time.Duration
 	populatorImage   string
+	clusterDomain    string
 	now              func() time.Time
 }
 
@@ -156,6 +164,11 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 	}
 	r.endpointInterval = opts.EndpointInterval
 	r.populatorImage = opts.PopulatorImage
+	domain, err := clusterDomain(opts.ClusterDomain)
+	if err != nil {
+		return err
+	}
+	r.clusterDomain = domain
 	if r.endpointInterval <= 0 {
 		r.endpointInterval = DefaultEndpointInterval
 	}

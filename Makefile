@@ -127,7 +127,14 @@ run: manifests ## Run the controller against the current kubeconfig.
 ##@ Tools
 
 .PHONY: tools
-tools: $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) ## Build the missing test binaries into ./bin.
+tools: check-git $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) ## Build the missing test binaries into ./bin.
+
+# The audit's clone tests run git-upload-pack (go-git's file transport looks
+# on PATH, then in `git --exec-path`); it comes with git, not a Go module.
+.PHONY: check-git
+check-git:
+	@command -v git-upload-pack >/dev/null || [ -x "$$(git --exec-path 2>/dev/null)/git-upload-pack" ] || \
+		{ echo "tools: git-upload-pack is missing: install git (Debian: apt-get install git); the audit's clone tests run it"; exit 1; }
 
 define build-tool
 	@echo "tools: building $(notdir $@) from test/tools/$(1) ($(COLD_BUILD_NOTE))"

@@ -42,6 +42,8 @@ func main() {
 		"How many Released ModelCacheBindings are kept per server as audit records; older ones are deleted.")
 	flag.StringVar(&opts.EmbeddingServer.ArgoCDNamespace, "argocd-namespace", provenance.DefaultArgoCDNamespace,
 		"Argo CD's own namespace, where the Applications that tracking ids and instance labels name without a namespace live.")
+	flag.StringVar(&opts.EmbeddingServer.ClusterDomain, "cluster-domain", controller.DefaultClusterDomain,
+		"The cluster's DNS domain, the suffix of the in-cluster address in status.url.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader election lease; empty means the controller's own namespace (set it outside a cluster).")
 	opts.LeaderElection.BindFlags(flag.CommandLine)

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,9 +16,7 @@ import (
 // HEAD names master while only main exists, as a bare repository made with
 // `git init` and pushed only main looks.
 func TestCloneToleratesARemoteHeadWithoutItsBranch(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("the file transport runs git-upload-pack, which is not installed")
-	}
+	requireUploadPack(t)
 	g := NewWithT(t)
 	dir := t.TempDir()
 	remote, err := git.PlainInit(dir, false)

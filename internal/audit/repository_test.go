@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -56,9 +55,7 @@ func TestOpenRepositoryRefusesIncompleteOptions(t *testing.T) {
 }
 
 func TestAllClonesAndReusesTheRecordedRepository(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("the file transport runs git-upload-pack, which is not installed")
-	}
+	requireUploadPack(t)
 	g := NewWithT(t)
 	repo := newGitops(t)
 	url := "file://" + repo.dir

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
-	"github.com/embedops/embedops/internal/decision"
 )
 
 // runCLI runs the root command with args and returns stdout, stderr and the error.
@@ -38,20 +37,6 @@ func bindingSpecs(g Gomega, out string) []embedopsv1.ModelCacheBindingSpec {
 		specs = append(specs, d.ModelCacheBindingSpec)
 	}
 	return specs
-}
-
-func TestDecidePrintsBindingSpecsForTheExamples(t *testing.T) {
-	g := NewWithT(t)
-	out, _, err := runCLI("", "decide", "-f", "../../examples", "-n", "demo")
-	g.Expect(err).NotTo(HaveOccurred())
-	specs := bindingSpecs(g, out)
-	g.Expect(specs).To(HaveLen(3))
-	for _, spec := range specs {
-		digest, err := decision.Digest(spec.Identity, spec.Decision)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(spec.Decision.Digest).To(Equal(digest), "the printed fields must reproduce the printed digest")
-		g.Expect(spec.Identity.SharingDomain).To(HavePrefix("demo"))
-	}
 }
 
 func TestDecideReadsStandardInputAsJSON(t *testing.T) {

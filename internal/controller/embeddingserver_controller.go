@@ -44,6 +44,10 @@ const DefaultProgressInterval = 30 * time.Second
 // again when the endpoint check is on.
 const DefaultEndpointInterval = time.Minute
 
+// DefaultClusterDomain is the cluster's DNS domain when none is configured,
+// kubelet's and kubeadm's default.
+const DefaultClusterDomain = "cluster.local"
+
 // EmbeddingServerReconcilerOptions configure the EmbeddingServer reconciler.
 type EmbeddingServerReconcilerOptions struct {
 	// MaxConcurrentReconciles is how many servers are reconciled at once;
@@ -72,6 +76,9 @@ type EmbeddingServerReconcilerOptions struct {
 	// ArgoCDNamespace is Argo CD's own namespace, where Applications named
 	// without one live; empty means provenance.DefaultArgoCDNamespace.
 	ArgoCDNamespace string
+	// ClusterDomain is the cluster's DNS domain, the suffix of status.url;
+	// empty means DefaultClusterDomain.
+	ClusterDomain string
 }
 
 // EmbeddingServerReconciler runs TEI servers: it applies each
@@ -92,6 +99,7 @@ type EmbeddingServerReconciler struct {
 	endpoint         EndpointClient
 	endpointInterval time.Duration
 	populatorImage   string
+	clusterDomain    string
 	now              func() time.Time
 }
 
@@ -151,6 +159,11 @@ func (r *EmbeddingServerReconciler) SetupWithManager(_ context.Context, mgr ctrl
 	}
 	r.endpointInterval = opts.EndpointInterval
 	r.populatorImage = opts.PopulatorImage
+	domain, err := clusterDomain(opts.ClusterDomain)
+	if err != nil {
+		return err
+	}
+	r.clusterDomain = domain
 	if r.endpointInterval <= 0 {
 		r.endpointInterval = DefaultEndpointInterval
 	}

@@ -16,6 +16,18 @@ import (
 	"github.com/embedops/embedops/test/harness"
 )
 
+func TestStatusURLEndsInTheConfiguredClusterDomain(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace, func(opts *ManagerOptions) { opts.EmbeddingServer.ClusterDomain = "corp.example." })
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithPort(9000)))
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(getServer(t, g, key).Status.URL).To(Equal("http://tei." + namespace + ".svc.corp.example:9000"))
+	}).Should(Succeed())
+}
+
 func TestServerAppliesOwnedLabelledChildrenAndRecordsThem(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))

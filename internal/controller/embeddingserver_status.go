@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/patch"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -80,7 +82,7 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
 	}
-	server.Status.URL = serviceURL(scope.service)
+	server.Status.URL = serviceURL(scope.service, r.clusterDomain)
 	server.Status.EndpointCheck = endpointCheckState(r.endpointCheck)
 	if !r.endpointCheck || server.GetReplicas() == 0 {
 		server.Status.Served = nil
@@ -153,12 +155,26 @@ func availabilityOf(desired int32, statefulSet *appsv1.StatefulSet, seen bool) a
 	return availability{true, embedopsv1.AvailableReason, progress}
 }
 
-// serviceURL is the in-cluster address of the client Service.
-func serviceURL(service *corev1.Service) string {
+// clusterDomain is the configured cluster DNS domain without a trailing dot,
+// DefaultClusterDomain when empty; anything but a DNS subdomain is refused.
+func clusterDomain(configured string) (string, error) {
+	if configured == "" {
+		return DefaultClusterDomain, nil
+	}
+	domain := strings.TrimSuffix(configured, ".")
+	if problems := validation.IsDNS1123Subdomain(domain); len(problems) > 0 {
+		return "", fmt.Errorf("invalid cluster domain %q: %s", configured, strings.Join(problems, "; "))
+	}
+	return domain, nil
+}
+
+// serviceURL is the in-cluster address of the client Service in a cluster
+// whose DNS domain is domain.
+func serviceURL(service *corev1.Service, domain string) string {
 	if service == nil || len(service.Spec.Ports) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", service.Name, service.Namespace, service.Spec.Ports[0].Port)
+	return fmt.Sprintf("http://%s.%s.svc.%s:%d", service.Name, service.Namespace, domain, service.Spec.Ports[0].Port)
 }
 
 // finalizeStatus completes the kstatus conditions from the outcome, derives

@@ -109,12 +109,35 @@ func TestAvailabilityComparesReadyAndDesiredReplicas(t *testing.T) {
 	}
 }
 
+func TestClusterDomainIsADNSSubdomain(t *testing.T) {
+	cases := []struct{ configured, want, err string }{
+		{"", DefaultClusterDomain, ""},
+		{"cluster.local", "cluster.local", ""},
+		{"corp.example.", "corp.example", ""},
+		{"Corp_Example", "", `invalid cluster domain "Corp_Example"`},
+		{".", "", `invalid cluster domain "."`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.configured, func(t *testing.T) {
+			g := NewWithT(t)
+			domain, err := clusterDomain(tc.configured)
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(domain).To(Equal(tc.want))
+		})
+	}
+}
+
 func TestServiceURLIsTheClusterAddress(t *testing.T) {
 	g := NewWithT(t)
 	service := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "tei", Namespace: "models"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9000}}},
 	}
-	g.Expect(serviceURL(service)).To(Equal("http://tei.models.svc.cluster.local:9000"))
-	g.Expect(serviceURL(nil)).To(BeEmpty())
+	g.Expect(serviceURL(service, DefaultClusterDomain)).To(Equal("http://tei.models.svc.cluster.local:9000"))
+	g.Expect(serviceURL(service, "corp.example")).To(Equal("http://tei.models.svc.corp.example:9000"))
+	g.Expect(serviceURL(nil, DefaultClusterDomain)).To(BeEmpty())
 }

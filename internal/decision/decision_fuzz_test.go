@@ -3,6 +3,7 @@ package decision_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -104,7 +105,8 @@ func FuzzCacheSize(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(s) > maxSizeLength || longExponent.MatchString(s) {
-			t.Skip("refused at admission before it is parsed")
+			checkRefusedUnparsed(t, s)
+			return
 		}
 		var size resource.Quantity
 		err := json.Unmarshal(quoted(t, s), &size)
@@ -126,6 +128,18 @@ func FuzzCacheSize(f *testing.F) {
 		}
 		checkRecordedSize(t, s, size, d)
 	})
+}
+
+// checkRefusedUnparsed checks that a manifest with the size s, which
+// admission refuses for its form before parsing it, is refused by
+// ServersFromYAML (decide, the audit) too, without parsing it for minutes.
+func checkRefusedUnparsed(t *testing.T, s string) {
+	t.Helper()
+	manifest := fmt.Appendf(nil, `{"apiVersion":"embedops.dev/v1alpha1","kind":"EmbeddingServer","metadata":{"name":"a"},`+
+		`"spec":{"model":{"name":"a/b"},"cache":{"size":%s}}}`, quoted(t, s))
+	if servers, err := decision.ServersFromYAML(manifest, "default"); err == nil {
+		t.Fatalf("size %q is refused at admission for its form, yet ServersFromYAML decoded %v", s, servers[0].Spec.Cache.Size)
+	}
 }
 
 // checkRecordedSize checks the size a decision records for the size s.

@@ -86,6 +86,23 @@ func StartEnv(opts EnvOptions) (*Env, error) {
 	return &Env{Config: cfg, Client: c, Scheme: scheme, environment: environment}, nil
 }
 
+// WriteKubeconfig writes to path a kubeconfig of an administrator of the
+// control plane, for commands that read one as kubectl does.
+func (e *Env) WriteKubeconfig(path string) error {
+	user, err := e.environment.AddUser(envtest.User{Name: "embedops-test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding an administrator: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("building a kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	return nil
+}
+
 // Stop stops the control plane.
 func (e *Env) Stop() error {
 	return e.environment.Stop()

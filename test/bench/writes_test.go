@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // idleResyncs is how many reconcile requests each idle server gets.
@@ -74,6 +77,9 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// The harness's clients log through controller-runtime, which would
+	// otherwise print a stack trace asking for a logger.
+	ctrl.SetLogger(logr.Discard())
 	code := m.Run()
 	if shared.env != nil {
 		if err := shared.env.Stop(); err != nil {

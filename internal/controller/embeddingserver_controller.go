@@ -200,7 +200,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	scope := newServerScope(server)
-	patcher := patch.NewSerialPatcher(server, recordingWriter{Client: r.client, writes: &r.writes})
+	patcher := patch.NewSerialPatcher(server, recordingWriter{Client: r.client, apiReader: r.apiReader, writes: &r.writes})
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
 	}()

@@ -59,10 +59,28 @@ func (w *serverWrites) behind(key types.NamespacedName, rv string) bool {
 }
 
 // recordingWriter is the client the status patcher writes a server through:
-// each successful patch records the resourceVersion the API server returned.
+// each successful patch records the resourceVersion the API server returned,
+// and a read of the server the cache is behind on goes to the API server.
 type recordingWriter struct {
 	client.Client
-	writes *serverWrites
+	apiReader client.Reader
+	writes    *serverWrites
+}
+
+// Get reads the server from the cache, or from the API server when the cache
+// is behind the last write. The patcher reads the latest server to patch its
+// conditions with an optimistic lock; a stale copy would fail each of its
+// retries with a Conflict while the cache catches up, as it does for seconds
+// after a kube-apiserver restart, and every failed reconcile doubles the
+// server's retry delay.
+func (c recordingWriter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if c.writes.behind(key, obj.GetResourceVersion()) {
+		return c.apiReader.Get(ctx, key, obj, opts...)
+	}
+	return nil
 }
 
 // Patch patches obj and records its new resourceVersion.

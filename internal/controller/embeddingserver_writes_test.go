@@ -121,3 +121,32 @@ func TestServerWritesCompareResourceVersionsAsNumbers(t *testing.T) {
 	writes.forget(key)
 	g.Expect(writes.behind(key, "1")).To(BeFalse())
 }
+
+// The status patcher reads the latest server through recordingWriter to
+// patch its conditions with an optimistic lock: a copy older than the last
+// write must come from the API server, or every retry is a Conflict.
+func TestRecordingWriterReadsTheServerUncachedWhenTheCacheIsBehind(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	stale := getServer(t, g, key)
+	updateServer(t, g, key, fixtures.WithReplicas(3))
+	live := getServer(t, g, key)
+
+	cache := &staleServerCache{Client: env.Client, stale: map[client.ObjectKey]*embedopsv1.EmbeddingServer{}}
+	var writes serverWrites
+	writer := recordingWriter{Client: cache, apiReader: env.Client, writes: &writes}
+
+	cache.arm(stale)
+	read := &embedopsv1.EmbeddingServer{}
+	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
+	g.Expect(read.ResourceVersion).To(Equal(stale.ResourceVersion), "nothing written: the cache is trusted")
+
+	writes.record(key, live.ResourceVersion)
+	cache.arm(stale)
+	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
+	g.Expect(read.ResourceVersion).To(Equal(live.ResourceVersion))
+	g.Expect(read.Spec.Replicas).To(HaveValue(Equal(int32(3))))
+	g.Expect(cache.servedCount()).To(Equal(2))
+}

@@ -85,14 +85,16 @@ type EmbeddingServerReconcilerOptions struct {
 // EmbeddingServer's StatefulSet and Services and reports their state. Its
 // zero value is set up by SetupWithManager.
 type EmbeddingServerReconciler struct {
-	client           client.Client
-	apiReader        client.Reader
-	events           events.Recorder
-	metrics          fluxcontroller.Metrics
-	resources        *ssa.ResourceManager
-	ledger           *ledger.Ledger
-	rollouts         rollouts
-	writes           serverWrites
+	client    client.Client
+	apiReader client.Reader
+	events    events.Recorder
+	metrics   fluxcontroller.Metrics
+	resources *ssa.ResourceManager
+	ledger    *ledger.Ledger
+	rollouts  rollouts
+	writes    serverWrites
+	// servers reads and patches servers, never from a cache behind writes.
+	servers          recordingWriter
 	provenance       *provenance.Resolver
 	progressInterval time.Duration
 	endpointCheck    bool
@@ -145,6 +147,7 @@ type phase struct {
 // recorder and ledger, metrics and the watches.
 func (r *EmbeddingServerReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
 	r.client, r.apiReader, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), recorder, l
+	r.servers = recordingWriter{Client: r.client, apiReader: r.apiReader, writes: &r.writes}
 	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
 	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader(), ArgoCDNamespace: opts.ArgoCDNamespace}
@@ -200,7 +203,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	scope := newServerScope(server)
-	patcher := patch.NewSerialPatcher(server, recordingWriter{Client: r.client, apiReader: r.apiReader, writes: &r.writes})
+	patcher := patch.NewSerialPatcher(server, r.servers)
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
 	}()
@@ -231,10 +234,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 // when it is gone.
 func (r *EmbeddingServerReconciler) readServer(ctx context.Context, key types.NamespacedName) (*embedopsv1.EmbeddingServer, error) {
 	server := &embedopsv1.EmbeddingServer{}
-	err := r.client.Get(ctx, key, server)
-	if err == nil && r.writes.behind(key, server.ResourceVersion) {
-		err = r.apiReader.Get(ctx, key, server)
-	}
+	err := r.servers.Get(ctx, key, server)
 	if apierrors.IsNotFound(err) {
 		r.writes.forget(key)
 		return nil, nil

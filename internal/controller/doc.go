@@ -8,7 +8,7 @@
 //     generation was fully handled: on success and on a terminal error.
 //     The patch is a diff from the copy the reconcile started from, so that
 //     copy is never older than this process's last write of the server: a
-//     cached copy that is behind is read again uncached (serverWrites).
+//     cached copy that is behind is read again uncached (writes.Versions).
 //   - A reconcile ends in one of three ways: a wrapped error (retried), a
 //     RequeueAfter with Ready=False and Reconciling=True (waiting for pods),
 //     or reconcile.TerminalError with Stalled=True and a Warning event whose
@@ -18,7 +18,12 @@
 //     watched, so the server looks again every progress interval to
 //     recover once it is fixed. Requeues carry jitter.
 //   - Children are applied with fluxcd/pkg/ssa under embedopsv1.FieldManager;
-//     ssa's dry-run drift detection writes nothing when nothing changed. An
+//     ssa's dry-run drift detection writes nothing when nothing changed.
+//     While the spec builds the children the last unchanged apply applied
+//     and the cache shows each child as that apply found it (status aside),
+//     neither the drift check nor the ownership check is made
+//     (verifiedChildren): every other change of a child is an event that
+//     changes its cached copy and brings both back. An
 //     object is recreated only for a change the API server refuses in place,
 //     and only after a dry-run shows it valid as a new object, so an invalid
 //     spec never deletes a running StatefulSet.
@@ -58,6 +63,29 @@
 //     the first result fills the binding's unset status.realized fields,
 //     which are never overwritten: a pod reporting another commit is a
 //     ResolvedCommitMismatch Warning event and a note in ModelReady.
+//
+// Reads come from the informer cache. A steady reconcile (nothing changed)
+// therefore makes no request but the status patch acknowledging a
+// reconcile.fluxcd.io/requestedAt (and the token Secret's Get, below),
+// however many bindings and Released records the namespace holds. The
+// uncached reads, each where a race or a missing watch needs it:
+//   - the server, when the cache is behind this process's last write of it
+//     (writes.Versions), for the status patch;
+//   - each child's metadata (checkOwnershipUncached) and ssa's GET and
+//     dry-run PATCH, unless verifiedChildren shows nothing changed: a foreign
+//     object is not cached;
+//   - the StatefulSet's metadata after an apply changed or replaced it, so
+//     readiness waits for the cache to catch up (rollouts);
+//   - the token Secret and the API key Secret, by name: Secrets are not
+//     cached;
+//   - in the ledger: the server before a reference is added (confirmLive),
+//     a binding whose reference this process removed or which it wrote
+//     later than the cached copy, a binding name found taken on create, and
+//     the first listing of a server's bindings in this process (a previous
+//     leader's last references may not be cached yet);
+//   - a populate Job's pods once it finished (their pods are not cached),
+//     provenance (Flux and Argo CD objects) when a binding is created, and a
+//     referencing server the cache does not know.
 //
 // Every write to a ModelCacheBinding goes through one ledger.Ledger, shared
 // by both reconcilers; the package ledger states the lifecycle's rules (the

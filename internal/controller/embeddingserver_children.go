@@ -118,11 +118,26 @@ func ownerLabels() *ssa.ResourceManager {
 
 // checkOwnership refuses to touch a child whose name is taken by an object
 // embedops does not own for this server, before any binding is made for it.
-// Children are read uncached: the cache holds only labelled objects, and a
-// foreign one has no labels. Since such an object is not watched, a conflict
-// stalls the server and is looked at again after the progress interval, so
-// the server recovers within one requeue once the object is gone.
+// When the cache shows every child as the last unchanged apply found it
+// (childrenUnchanged), the names are ours and the check waits for the
+// apply phase, which makes it only if it has something to apply.
 func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	unchanged, err := r.childrenUnchanged(ctx, scope.server, namedChildren(scope.server))
+	if err != nil || unchanged {
+		scope.childrenVerified = unchanged
+		return ctrl.Result{}, err
+	}
+	return r.checkOwnershipUncached(ctx, scope)
+}
+
+// checkOwnershipUncached reads the children uncached: the cache holds only
+// labelled objects, and a foreign one has no labels. Since such an object
+// is not watched, a conflict stalls the server and is looked at again after
+// the progress interval, so the server recovers within one requeue once the
+// object is gone.
+// It keeps the resourceVersions it read for rememberApply.
+func (r *EmbeddingServerReconciler) checkOwnershipUncached(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	scope.liveVersions = map[string]string{}
 	for _, entry := range namedChildren(scope.server) {
 		id, err := object.ParseObjMetadata(entry.ID)
 		if err != nil {
@@ -137,6 +152,7 @@ func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *s
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("reading %s %s: %w", id.GroupKind.Kind, id.Name, err)
 		}
+		scope.liveVersions[entry.ID] = existing.ResourceVersion
 		if why := ownershipConflict(scope.server, existing); why != "" {
 			conflict := &OwnershipConflictError{Kind: id.GroupKind.Kind, Namespace: id.Namespace, Name: id.Name, Why: why}
 			r.stallAndPoll(scope, embedopsv1.OwnershipConflictReason, conflict)
@@ -148,18 +164,35 @@ func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *s
 
 // applyChildren server-side applies the children; ssa's dry-run drift
 // detection writes nothing when nothing changed. It records the inventory.
+// Children the cache shows unchanged, built the same as last time, are not
+// applied at all (verifiedChildren); children whose ownership that let
+// checkOwnership skip are checked uncached before they are applied.
 func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	if waiting, err := r.waitForReplacedPods(ctx, scope); err != nil || waiting {
 		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
 	}
+	if scope.childrenVerified {
+		if same, err := r.desiredUnchanged(scope.server.UID, scope.children); err != nil || same {
+			scope.server.Status.Inventory = inventoryOf(scope.children)
+			return ctrl.Result{}, err
+		}
+		if result, err := r.checkOwnershipUncached(ctx, scope); err != nil || scope.halted {
+			return result, err
+		}
+	}
 	changes, replaced, err := r.apply(ctx, scope)
 	if err != nil {
+		r.verified.forget(scope.server.UID)
 		return ctrl.Result{}, err
 	}
 	if replaced != nil {
+		r.verified.forget(scope.server.UID)
 		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, r.replaceStatefulSet(ctx, scope)
 	}
 	scope.server.Status.Inventory = inventoryOf(scope.children)
+	if err := r.rememberApply(ctx, scope, changes); err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, entry := range changes.Entries {
 		if entry.Action == ssa.UnchangedAction {
 			continue
@@ -261,6 +294,8 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(server, embedopsv1.ServerFinalizer)
+	r.ledger.ForgetServer(server)
+	r.verified.forget(server.UID)
 	r.rollouts.forget(server.UID)
 	ctrl.LoggerFrom(ctx).Info("deleted children")
 	return ctrl.Result{}, nil

@@ -33,6 +33,7 @@ import (
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/internal/controller/ledger"
+	"github.com/embedops/embedops/internal/controller/writes"
 	"github.com/embedops/embedops/internal/provenance"
 )
 
@@ -92,7 +93,8 @@ type EmbeddingServerReconciler struct {
 	resources *ssa.ResourceManager
 	ledger    *ledger.Ledger
 	rollouts  rollouts
-	writes    serverWrites
+	verified  verifiedChildren
+	writes    writes.Versions
 	// servers reads and patches servers, never from a cache behind writes.
 	servers          recordingWriter
 	provenance       *provenance.Resolver
@@ -131,6 +133,12 @@ type serverScope struct {
 	// halted stops the remaining phases: a phase is waiting, and said on
 	// what in the conditions.
 	halted bool
+	// childrenVerified: the cache shows every child as the last unchanged
+	// apply found it (checkOwnership); the ownership check moved to apply.
+	childrenVerified bool
+	// liveVersions are the children's resourceVersions by inventory ID as
+	// the uncached ownership check read them; nil when it was skipped.
+	liveVersions map[string]string
 	// stalled: a phase is waiting for a human (Stalled is set) and polls,
 	// since what it waits on is not watched.
 	stalled bool
@@ -230,13 +238,13 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 }
 
 // readServer reads the server from the cache, or from the API server when
-// the cache is behind this process's last write (see serverWrites); nil
+// the cache is behind this process's last write (see writes.Versions); nil
 // when it is gone.
 func (r *EmbeddingServerReconciler) readServer(ctx context.Context, key types.NamespacedName) (*embedopsv1.EmbeddingServer, error) {
 	server := &embedopsv1.EmbeddingServer{}
 	err := r.servers.Get(ctx, key, server)
 	if apierrors.IsNotFound(err) {
-		r.writes.forget(key)
+		r.writes.Forget(key)
 		return nil, nil
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/writes"
 	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
@@ -104,24 +105,6 @@ func TestAStaleCachedServerIsNotTheBaseOfItsStatusPatch(t *testing.T) {
 	checkConditions(t, g, key)
 }
 
-func TestServerWritesCompareResourceVersionsAsNumbers(t *testing.T) {
-	g := NewWithT(t)
-	var writes serverWrites
-	key := types.NamespacedName{Namespace: "ns", Name: "tei"}
-	g.Expect(writes.behind(key, "5")).To(BeFalse(), "nothing written: the cache is trusted")
-
-	writes.record(key, "99")
-	writes.record(key, "100")
-	writes.record(key, "98") // an older write answered late is not the last
-	g.Expect(writes.behind(key, "99")).To(BeTrue())
-	g.Expect(writes.behind(key, "100")).To(BeFalse())
-	g.Expect(writes.behind(key, "1000")).To(BeFalse(), "longer is newer, not lexically smaller")
-	g.Expect(writes.behind(key, "not-a-version")).To(BeTrue(), "what does not compare is read from the API server")
-
-	writes.forget(key)
-	g.Expect(writes.behind(key, "1")).To(BeFalse())
-}
-
 // The status patcher reads the latest server through recordingWriter to
 // patch its conditions with an optimistic lock: a copy older than the last
 // write must come from the API server, or every retry is a Conflict.
@@ -135,15 +118,15 @@ func TestRecordingWriterReadsTheServerUncachedWhenTheCacheIsBehind(t *testing.T)
 	live := getServer(t, g, key)
 
 	cache := &staleServerCache{Client: env.Client, stale: map[client.ObjectKey]*embedopsv1.EmbeddingServer{}}
-	var writes serverWrites
-	writer := recordingWriter{Client: cache, apiReader: env.Client, writes: &writes}
+	var versions writes.Versions
+	writer := recordingWriter{Client: cache, apiReader: env.Client, writes: &versions}
 
 	cache.arm(stale)
 	read := &embedopsv1.EmbeddingServer{}
 	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
 	g.Expect(read.ResourceVersion).To(Equal(stale.ResourceVersion), "nothing written: the cache is trusted")
 
-	writes.record(key, live.ResourceVersion)
+	versions.Record(key, live.ResourceVersion)
 	cache.arm(stale)
 	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
 	g.Expect(read.ResourceVersion).To(Equal(live.ResourceVersion))

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -25,7 +26,9 @@ import (
 )
 
 // newTestLedger is a ledger writing through an unthrottled client, so racing
-// writers meet at the API server, not in a client-side rate limiter.
+// writers meet at the API server, not in a client-side rate limiter. Its
+// reads come from an informer cache with the manager's binding index,
+// wrapped by wrap (nil: unwrapped); the returned client is direct.
 func newTestLedger(t *testing.T, g *WithT, wrap func(client.Client) client.Client) (*ledger.Ledger, client.Client) {
 	t.Helper()
 	recorder, err := events.NewRecorder(testr.New(t), "", "test", events.WithScheme(env.Scheme), events.WithLegacyEventRecorder(&record.FakeRecorder{}))
@@ -34,9 +37,22 @@ func newTestLedger(t *testing.T, g *WithT, wrap func(client.Client) client.Clien
 	cfg.QPS, cfg.Burst = 10000, 10000
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	reads := c
+	informers, err := cache.New(cfg, cache.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(informers.IndexField(t.Context(), &embedopsv1.ModelCacheBinding{}, ledger.ReferenceIndex, ledger.ReferencedServers)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = informers.Start(ctx) }()
+	g.Expect(informers.WaitForCacheSync(t.Context())).To(BeTrue())
+	var reads client.Client
+	reads, err = client.New(cfg, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	g.Expect(err).NotTo(HaveOccurred())
+	// Start the informers the ledger reads before it runs.
+	for _, list := range []client.ObjectList{&embedopsv1.ModelCacheBindingList{}, &embedopsv1.EmbeddingServerList{}, &corev1.PersistentVolumeClaimList{}} {
+		g.Expect(reads.List(t.Context(), list)).To(Succeed())
+	}
 	if wrap != nil {
-		reads = wrap(c)
+		reads = wrap(reads)
 	}
 	return ledger.New(reads, c, recorder, ledger.Options{}), c
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -17,12 +18,36 @@ import (
 )
 
 // laggingCache reads bindings as an informer that has not seen the latest
-// writes yet: a binding set here is returned as it was when set. Every
-// other read, and every write, goes to the API server.
+// writes yet: a binding set here is returned as it was when set, and a
+// binding unlisted here is missing from lists. Every other read, and every
+// write, goes to the wrapped client.
 type laggingCache struct {
 	client.Client
 	mu       sync.Mutex
 	bindings map[client.ObjectKey]*embedopsv1.ModelCacheBinding
+	unlisted map[client.ObjectKey]bool
+}
+
+// List leaves out the unlisted bindings.
+func (c *laggingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if bindings, ok := list.(*embedopsv1.ModelCacheBindingList); ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		bindings.Items = slices.DeleteFunc(bindings.Items, func(b embedopsv1.ModelCacheBinding) bool {
+			return c.unlisted[client.ObjectKeyFromObject(&b)]
+		})
+	}
+	return nil
+}
+
+// unlist leaves binding out of lists, as a cache that has not seen it.
+func (c *laggingCache) unlist(binding *embedopsv1.ModelCacheBinding) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unlisted[client.ObjectKeyFromObject(binding)] = true
 }
 
 // Get returns the lagging copy of a binding when there is one.
@@ -51,12 +76,13 @@ func (c *laggingCache) catchUp() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.bindings)
+	clear(c.unlisted)
 }
 
 func TestRevertToALeftBindingReferencesItAgain(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
-	cache := &laggingCache{bindings: map[client.ObjectKey]*embedopsv1.ModelCacheBinding{}}
+	cache := &laggingCache{bindings: map[client.ObjectKey]*embedopsv1.ModelCacheBinding{}, unlisted: map[client.ObjectKey]bool{}}
 	l, c := newTestLedger(t, g, func(c client.Client) client.Client { cache.Client = c; return cache })
 
 	// 200 rounds, 20 to a namespace, so Leave's list stays short.
@@ -83,6 +109,8 @@ func TestRevertToALeftBindingReferencesItAgain(t *testing.T) {
 		cache.lag(a.Binding)
 		b, err := l.Bind(t.Context(), server, onB, unknownSource)
 		g.Expect(err).NotTo(HaveOccurred())
+		// Nor has it seen B.
+		cache.unlist(b.Binding)
 		g.Expect(l.Leave(t.Context(), server, b.Binding.Name)).To(Succeed())
 		// B -> A before the cache caught up.
 		reverted, err := l.Bind(t.Context(), server, onA, unknownSource)
@@ -92,6 +120,8 @@ func TestRevertToALeftBindingReferencesItAgain(t *testing.T) {
 		cache.catchUp()
 
 		live := &embedopsv1.ModelCacheBinding{}
+		g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(b.Binding), live)).To(Succeed())
+		g.Expect(decision.HasReference(live, server.UID)).To(BeFalse(), "round %d: the server left B, referenced moments before", round)
 		g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(a.Binding), live)).To(Succeed())
 		g.Expect(decision.HasReference(live, server.UID)).To(BeTrue(), "round %d: the server uses A, which must list it", round)
 		_, err = l.Advance(t.Context(), live)

@@ -11,21 +11,26 @@ import (
 // writeCounter counts the requests that change something on the API server,
 // by resource ("statefulsets", "embeddingservers/status", ...). Reads,
 // watches and dry runs are not writes.
-// It also counts the collection reads (lists and watches) by resource.
+// It also counts the collection reads (lists and watches) by resource, and
+// every request but a watch by method and resource ("GET statefulsets").
 type writeCounter struct {
 	mu          sync.Mutex
 	counts      map[string]int
 	collections map[string]int
+	requests    map[string]int
 }
 
 func newWriteCounter() *writeCounter {
-	return &writeCounter{counts: map[string]int{}, collections: map[string]int{}}
+	return &writeCounter{counts: map[string]int{}, collections: map[string]int{}, requests: map[string]int{}}
 }
 
 // wrap is a rest.Config WrapTransport.
 func (c *writeCounter) wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		c.mu.Lock()
+		if req.URL.Query().Get("watch") != "true" {
+			c.requests[req.Method+" "+resourceOf(req.URL.Path)]++
+		}
 		switch {
 		case isWrite(req):
 			c.counts[resourceOf(req.URL.Path)]++
@@ -70,15 +75,33 @@ func (c *writeCounter) snapshot() map[string]int {
 	return maps.Clone(c.counts)
 }
 
+// requestSnapshot returns the requests so far.
+func (c *writeCounter) requestSnapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.requests)
+}
+
+// requestsSince returns, for every method and resource, the requests made
+// after before.
+func (c *writeCounter) requestsSince(before map[string]int) map[string]int {
+	return delta(c.requestSnapshot(), before)
+}
+
 // since returns, for every resource, the writes made after before.
 func (c *writeCounter) since(before map[string]int) map[string]int {
-	delta := map[string]int{}
-	for resource, n := range c.snapshot() {
+	return delta(c.snapshot(), before)
+}
+
+// delta returns the counts of now that differ from before, less before.
+func delta(now, before map[string]int) map[string]int {
+	changed := map[string]int{}
+	for resource, n := range now {
 		if d := n - before[resource]; d != 0 {
-			delta[resource] = d
+			changed[resource] = d
 		}
 	}
-	return delta
+	return changed
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

@@ -42,6 +42,13 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 	if err != nil {
 		return Bound{}, err
 	}
+	if !created && l.written.Behind(client.ObjectKeyFromObject(binding), binding.ResourceVersion) {
+		// The cache has not seen this process's last write: the reference
+		// or claims it added would be added again, a Conflict.
+		if err := l.apiReader.Get(ctx, client.ObjectKeyFromObject(binding), binding); err != nil {
+			return Bound{}, fmt.Errorf("reading binding %s: %w", binding.Name, err)
+		}
+	}
 	if err := l.reference(ctx, server, binding); err != nil {
 		if errors.Is(err, errServerGone) {
 			return Bound{ServerGone: true}, nil
@@ -113,6 +120,7 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	binding := builder.Binding(server, recorded, name, recordedSource)
 	err = l.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
 	if err == nil {
+		l.written.Record(client.ObjectKeyFromObject(binding), binding.ResourceVersion)
 		ctrl.LoggerFrom(ctx).Info("created binding", "binding", name, "method", recordedSource.Method, "revision", recordedSource.Revision)
 		l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.CreatedReason, "RecordDecision",
 			"recorded the cache decision of %s/%s: %s %s of %s@%s, source %s %s",
@@ -167,6 +175,7 @@ func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServ
 		if err := l.updateStatus(ctx, binding); err != nil {
 			return err
 		}
+		l.held.add(server.UID, binding.Name)
 		ctrl.LoggerFrom(ctx).Info("referenced binding", "binding", binding.Name)
 		return nil
 	})
@@ -188,6 +197,7 @@ func (l *Ledger) addClaims(ctx context.Context, binding *embedopsv1.ModelCacheBi
 	if err := l.client.Update(ctx, binding, client.FieldOwner(embedopsv1.FieldManager)); err != nil {
 		return fmt.Errorf("adding claims to binding %s: %w", binding.Name, err)
 	}
+	l.written.Record(client.ObjectKeyFromObject(binding), binding.ResourceVersion)
 	return nil
 }
 

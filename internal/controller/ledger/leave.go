@@ -3,7 +3,10 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -12,27 +15,114 @@ import (
 )
 
 // Leave removes the server's reference from every binding of its namespace
-// but keep ("" for all). Bindings are listed from the API server, so a
-// reference added moments ago is not missed. The last reference leaving
-// starts the binding's idle window.
+// but keep ("" for all); see referencing for where the bindings are read.
+// The last reference leaving starts the binding's idle window.
 func (l *Ledger) Leave(ctx context.Context, server *embedopsv1.EmbeddingServer, keep string) error {
-	var bindings embedopsv1.ModelCacheBindingList
-	if err := l.apiReader.List(ctx, &bindings, client.InNamespace(server.Namespace)); err != nil {
-		return fmt.Errorf("listing bindings: %w", err)
+	bindings, err := l.referencing(ctx, server, keep)
+	if err != nil {
+		return err
 	}
-	for i := range bindings.Items {
-		binding := &bindings.Items[i]
-		if binding.Name == keep || !decision.HasReference(binding, server.UID) {
-			continue
-		}
+	for _, binding := range bindings {
 		decision.RemoveReference(binding, server.UID, l.now())
 		if err := l.updateStatus(ctx, binding); err != nil {
 			return fmt.Errorf("removing the reference: %w", err)
 		}
 		l.left.Store(leftKey{binding: binding.UID, server: server.UID}, struct{}{})
+		l.held.drop(server.UID, binding.Name)
 		ctrl.LoggerFrom(ctx).Info("left binding", "binding", binding.Name)
 	}
+	l.listed.Store(server.UID, struct{}{})
 	return nil
+}
+
+// ForgetServer drops what the ledger remembers of a server whose deletion
+// left every binding.
+func (l *Ledger) ForgetServer(server *embedopsv1.EmbeddingServer) {
+	l.listed.Delete(server.UID)
+	l.held.forget(server.UID)
+}
+
+// ForgetBinding drops what the ledger remembers of a binding that is gone.
+func (l *Ledger) ForgetBinding(key types.NamespacedName) {
+	l.written.Forget(key)
+}
+
+// referencing returns, as read for an update, the bindings of the server's
+// namespace but keep that hold its reference. The first time in this
+// process it lists them from the API server: a previous leader may have
+// added a reference the cache does not show yet. After that only this
+// process writes the server's references, so the cache is trusted, through
+// ReferenceIndex, except where it may be behind this process's writes: a
+// binding this process wrote later than the cached copy, or referenced for
+// this server without the cache showing it, is read from the API server.
+// A steady reconcile therefore reads nothing from the API server, however
+// many bindings and Released records the namespace holds.
+func (l *Ledger) referencing(ctx context.Context, server *embedopsv1.EmbeddingServer, keep string) ([]*embedopsv1.ModelCacheBinding, error) {
+	if _, listed := l.listed.Load(server.UID); !listed {
+		var bindings embedopsv1.ModelCacheBindingList
+		if err := l.apiReader.List(ctx, &bindings, client.InNamespace(server.Namespace)); err != nil {
+			return nil, fmt.Errorf("listing bindings: %w", err)
+		}
+		return holding(bindings.Items, server.UID, keep), nil
+	}
+	var cached embedopsv1.ModelCacheBindingList
+	if err := l.client.List(ctx, &cached, client.InNamespace(server.Namespace), client.MatchingFields{ReferenceIndex: string(server.UID)}); err != nil {
+		return nil, fmt.Errorf("listing bindings from the cache: %w", err)
+	}
+	names := l.held.names(server.UID)
+	for i := range cached.Items {
+		names = append(names, cached.Items[i].Name)
+	}
+	slices.Sort(names)
+	var found []*embedopsv1.ModelCacheBinding
+	for _, name := range slices.Compact(names) {
+		if name == keep {
+			continue
+		}
+		binding, err := l.latest(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name})
+		if err != nil {
+			return nil, err
+		}
+		if binding == nil || !decision.HasReference(binding, server.UID) {
+			l.held.drop(server.UID, name)
+			continue
+		}
+		found = append(found, binding)
+	}
+	return found, nil
+}
+
+// holding returns the bindings but keep that hold the server's reference.
+func holding(bindings []embedopsv1.ModelCacheBinding, server types.UID, keep string) []*embedopsv1.ModelCacheBinding {
+	var found []*embedopsv1.ModelCacheBinding
+	for i := range bindings {
+		if bindings[i].Name != keep && decision.HasReference(&bindings[i], server) {
+			found = append(found, &bindings[i])
+		}
+	}
+	return found
+}
+
+// latest reads a binding from the cache, or from the API server when the
+// cache does not hold it or is behind this process's last write of it;
+// nil when it is gone.
+func (l *Ledger) latest(ctx context.Context, key types.NamespacedName) (*embedopsv1.ModelCacheBinding, error) {
+	binding := &embedopsv1.ModelCacheBinding{}
+	err := l.client.Get(ctx, key, binding)
+	switch {
+	case err == nil && !l.written.Behind(key, binding.ResourceVersion):
+		return binding, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading binding %s: %w", key.Name, err)
+	}
+	err = l.apiReader.Get(ctx, key, binding)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading binding %s: %w", key.Name, err)
+	}
+	return binding, nil
 }
 
 // RecordRealized fills the binding's unset realized fields from found

@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/writes"
 )
 
 // DefaultHistoryLimit is how many Released bindings are kept per server.
@@ -46,6 +49,15 @@ type Ledger struct {
 	// left holds the (binding UID, server UID) pairs whose reference this
 	// process removed: the cache may still show such a reference.
 	left sync.Map
+	// held holds the references this process added and has not removed:
+	// the cache may not show them yet.
+	held heldReferences
+	// listed holds the UIDs of the servers whose bindings Leave listed from
+	// the API server in this process.
+	listed sync.Map
+	// written is the resourceVersion of this process's last write of each
+	// binding.
+	written writes.Versions
 }
 
 // New returns a Ledger writing with c (whose reads are cached) and reading
@@ -76,5 +88,69 @@ func (l *Ledger) updateStatus(ctx context.Context, binding *embedopsv1.ModelCach
 	if err := l.client.Status().Update(ctx, binding, client.FieldOwner(embedopsv1.StatusFieldManager)); err != nil {
 		return fmt.Errorf("updating the status of binding %s: %w", binding.Name, err)
 	}
+	l.written.Record(client.ObjectKeyFromObject(binding), binding.ResourceVersion)
 	return nil
+}
+
+// ReferenceIndex is the cache index of bindings by the UIDs of the servers
+// they reference; SetupReconcilers registers ReferencedServers under it.
+const ReferenceIndex = "status.requestReferences.uid"
+
+// ReferencedServers is ReferenceIndex's function: the UIDs of the servers
+// a binding references.
+func ReferencedServers(obj client.Object) []string {
+	binding, ok := obj.(*embedopsv1.ModelCacheBinding)
+	if !ok {
+		return nil
+	}
+	uids := make([]string, 0, len(binding.Status.RequestReferences))
+	for _, ref := range binding.Status.RequestReferences {
+		uids = append(uids, string(ref.UID))
+	}
+	return uids
+}
+
+// heldReferences are, per server UID, the names of the bindings this process
+// referenced for it and has not seen it leave. It is safe for concurrent
+// use.
+type heldReferences struct {
+	mu       sync.Mutex
+	bindings map[types.UID]map[string]struct{}
+}
+
+// add remembers that server references binding.
+func (h *heldReferences) add(server types.UID, binding string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.bindings == nil {
+		h.bindings = map[types.UID]map[string]struct{}{}
+	}
+	if h.bindings[server] == nil {
+		h.bindings[server] = map[string]struct{}{}
+	}
+	h.bindings[server][binding] = struct{}{}
+}
+
+// drop forgets that server references binding.
+func (h *heldReferences) drop(server types.UID, binding string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.bindings[server], binding)
+	if len(h.bindings[server]) == 0 {
+		delete(h.bindings, server)
+	}
+}
+
+// forget forgets every reference of server.
+func (h *heldReferences) forget(server types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.bindings, server)
+}
+
+// names returns the bindings server references.
+func (h *heldReferences) names(server types.UID) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Collect(maps.Keys(h.bindings[server]))
 }

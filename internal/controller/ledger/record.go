@@ -27,6 +27,7 @@ func (l *Ledger) removeFinalizer(ctx context.Context, binding *embedopsv1.ModelC
 	if err := l.client.Patch(ctx, binding, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer of binding %s: %w", binding.Name, err))
 	}
+	l.written.Record(client.ObjectKeyFromObject(binding), binding.ResourceVersion)
 	return nil
 }
 

@@ -1,0 +1,173 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/fluxcd/cli-utils/pkg/object"
+	"github.com/fluxcd/pkg/ssa"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// verifiedChildren remembers, per server UID, the children as they were
+// when an apply last changed nothing: the digest of the desired children
+// and, per child, the digest of its cached copy without status,
+// resourceVersion and managedFields. While the spec builds the same
+// children and the cache shows every child unchanged, the reconcile skips
+// the uncached ownership check and ssa's drift check (a GET and a dry-run
+// PATCH per child), so a steady reconcile makes no request for its
+// children. Any change to a child but its status reaches the cache and
+// changes its digest; a deleted child leaves it; both bring the full
+// check back. A status update (the StatefulSet controller's, every
+// rollout step) does not. It is safe for concurrent use.
+type verifiedChildren struct {
+	states sync.Map // types.UID -> verifiedState
+}
+
+// verifiedState is what one server's last unchanged apply saw.
+type verifiedState struct {
+	desired string
+	cached  map[string]string // inventory ID -> childDigest
+}
+
+// forget drops what is remembered of a server.
+func (v *verifiedChildren) forget(server types.UID) {
+	v.states.Delete(server)
+}
+
+// childrenUnchanged reports whether every child the server's spec names
+// is in the cache exactly as the last unchanged apply found it.
+func (r *EmbeddingServerReconciler) childrenUnchanged(ctx context.Context, server *embedopsv1.EmbeddingServer, named []embedopsv1.ResourceRef) (bool, error) {
+	value, ok := r.verified.states.Load(server.UID)
+	if !ok {
+		return false, nil
+	}
+	state := value.(verifiedState)
+	if len(named) != len(state.cached) {
+		return false, nil
+	}
+	cached, complete, err := r.cachedChildren(ctx, named)
+	if err != nil || !complete {
+		return false, err
+	}
+	return maps.EqualFunc(cached, state.cached, func(child cachedChild, digest string) bool { return child.digest == digest }), nil
+}
+
+// desiredUnchanged reports whether the desired children are those the
+// last unchanged apply of the server applied.
+func (r *EmbeddingServerReconciler) desiredUnchanged(server types.UID, children []*unstructured.Unstructured) (bool, error) {
+	value, ok := r.verified.states.Load(server)
+	if !ok {
+		return false, nil
+	}
+	desired, err := desiredDigest(children)
+	return err == nil && desired == value.(verifiedState).desired, err
+}
+
+// rememberApply records what an apply that changed nothing found, from
+// the cache, when the cache shows each child at the resourceVersion the
+// ownership check read just before the apply: the state ssa found no
+// drift in. An apply that changed something, or a cache that differs from
+// that read, leaves nothing remembered, so the next reconcile checks in
+// full.
+func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *serverScope, changes *ssa.ChangeSet) error {
+	server := scope.server
+	r.verified.forget(server.UID)
+	for _, entry := range changes.Entries {
+		if entry.Action != ssa.UnchangedAction {
+			return nil
+		}
+	}
+	desired, err := desiredDigest(scope.children)
+	if err != nil {
+		return err
+	}
+	cached, complete, err := r.cachedChildren(ctx, server.Status.Inventory.Entries)
+	if err != nil || !complete {
+		return err
+	}
+	digests := make(map[string]string, len(cached))
+	for id, child := range cached {
+		if child.resourceVersion != scope.liveVersions[id] {
+			return nil
+		}
+		digests[id] = child.digest
+	}
+	r.verified.states.Store(server.UID, verifiedState{desired: desired, cached: digests})
+	return nil
+}
+
+// cachedChild is what verifiedChildren keeps of a cached child.
+type cachedChild struct {
+	digest, resourceVersion string
+}
+
+// cachedChildren reads the children from the cache and returns their
+// digests and resourceVersions by inventory ID; complete is false when one
+// is not cached.
+func (r *EmbeddingServerReconciler) cachedChildren(ctx context.Context, refs []embedopsv1.ResourceRef) (map[string]cachedChild, bool, error) {
+	children := make(map[string]cachedChild, len(refs))
+	for _, ref := range refs {
+		id, err := object.ParseObjMetadata(ref.ID)
+		if err != nil {
+			return nil, false, fmt.Errorf("parsing child %q: %w", ref.ID, err)
+		}
+		typed, err := r.client.Scheme().New(id.GroupKind.WithVersion(ref.Version))
+		if err != nil {
+			return nil, false, fmt.Errorf("child %q: %w", ref.ID, err)
+		}
+		child := typed.(client.Object)
+		err = r.client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, child)
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("reading %s %s from the cache: %w", id.GroupKind.Kind, id.Name, err)
+		}
+		digest, err := childDigest(child)
+		if err != nil {
+			return nil, false, err
+		}
+		children[ref.ID] = cachedChild{digest: digest, resourceVersion: child.GetResourceVersion()}
+	}
+	return children, true, nil
+}
+
+// childDigest hashes a child without what changes when nothing of ours
+// does: its status, resourceVersion and managedFields.
+func childDigest(child client.Object) (string, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(child)
+	if err != nil {
+		return "", fmt.Errorf("converting %s: %w", child.GetName(), err)
+	}
+	delete(content, "status")
+	unstructured.RemoveNestedField(content, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(content, "metadata", "managedFields")
+	return digestOf(content)
+}
+
+// desiredDigest hashes the desired children.
+func desiredDigest(children []*unstructured.Unstructured) (string, error) {
+	return digestOf(children)
+}
+
+// digestOf is the SHA-256 of v's JSON, whose map keys encoding/json sorts.
+func digestOf(v any) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("hashing: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}

@@ -23,7 +23,8 @@ type Counts struct {
 	// Requests counts every request, reads and dry runs included.
 	Requests map[string]int
 	// Writes counts create, update, patch and delete requests that were not
-	// dry runs: the requests that can change stored state.
+	// dry runs and succeeded: the requests that stored something (a patch
+	// that changes nothing is counted too; the audit log cannot tell it).
 	Writes map[string]int
 }
 
@@ -47,6 +48,14 @@ type auditEvent struct {
 		Subresource string `json:"subresource"`
 		Namespace   string `json:"namespace"`
 	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// succeeded reports whether the request's response was a success.
+func (e auditEvent) succeeded() bool {
+	return e.ResponseStatus != nil && e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300
 }
 
 // writeVerbs are the audit verbs that change stored state.
@@ -74,7 +83,7 @@ func CountRequests(path, userAgent, namespace string) (Counts, error) {
 		}
 		resource := resourceOf(event)
 		counts.Requests[resource]++
-		if writeVerbs[event.Verb] && !isDryRun(event.RequestURI) {
+		if writeVerbs[event.Verb] && !isDryRun(event.RequestURI) && event.succeeded() {
 			counts.Writes[resource]++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,8 @@ const ControllerAgent = "embedops-bench-controller"
 type EnvOptions struct {
 	// Nodes is the number of kwok nodes; zero means the harness default.
 	Nodes int
+	// ProvisionDelay is the provisioner's time per volume.
+	ProvisionDelay time.Duration
 	// ControllerArgs follow the flags the harness gives the controller.
 	ControllerArgs []string
 	// Log receives progress lines; nil discards them.
@@ -73,7 +76,7 @@ func (e *Env) start(ctx context.Context, opts EnvOptions) error {
 		return fmt.Errorf("writing the audit policy: %w", err)
 	}
 	e.logf("starting the local cluster with %d nodes", opts.Nodes)
-	if e.Cluster, err = harness.StartCluster(ctx, harness.ClusterOptions{Nodes: opts.Nodes, AuditPolicy: policy}); err != nil {
+	if e.Cluster, err = harness.StartCluster(ctx, harness.ClusterOptions{Nodes: opts.Nodes, AuditPolicy: policy, ProvisionDelay: opts.ProvisionDelay}); err != nil {
 		return err
 	}
 	if e.Client, err = unthrottledClient(e.Cluster); err != nil {

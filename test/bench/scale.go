@@ -23,9 +23,15 @@ const settleInterval = 3 * time.Second
 type ScaleOptions struct {
 	// Servers is how many EmbeddingServers are created.
 	Servers int
-	// UnrelatedPods is how many pods, and as many ConfigMaps, not embedops',
-	// are created before the second memory reading.
+	// UnrelatedPods is how many pods, and as many ConfigMaps and Secrets,
+	// not embedops', are created before the second memory reading.
 	UnrelatedPods int
+	// ReleasedRecords is how many Released bindings of deleted servers the
+	// history phase adds to the servers' namespace.
+	ReleasedRecords int
+	// ProvisionDelay is how long the local cluster's provisioner takes per
+	// volume, so claims bind slowly, as real provisioners' do.
+	ProvisionDelay time.Duration
 	// Resyncs is how many rounds of each forced resync every Ready server
 	// gets: reconcile requests, then StatefulSet touches.
 	Resyncs int
@@ -58,11 +64,11 @@ type scaleRun struct {
 }
 
 // RunScale starts an environment and runs the scale phases in order:
-// convergence, reconcile requests, watch resyncs, rest, and rest with
-// unrelated objects.
+// convergence, reconcile requests, reconcile requests with Released
+// records, watch resyncs, rest, and rest with unrelated objects.
 func RunScale(ctx context.Context, opts ScaleOptions) (_ *ScaleReport, err error) {
 	starting := time.Now()
-	env, err := StartEnv(ctx, EnvOptions{Nodes: opts.Nodes(), ControllerArgs: opts.ControllerArgs, Log: opts.Log})
+	env, err := StartEnv(ctx, EnvOptions{Nodes: opts.Nodes(), ProvisionDelay: opts.ProvisionDelay, ControllerArgs: opts.ControllerArgs, Log: opts.Log})
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +86,7 @@ func RunScale(ctx context.Context, opts ScaleOptions) (_ *ScaleReport, err error
 	}{
 		{"converge", run.converge},
 		{"resync", run.resync},
+		{"history", run.history},
 		{"watchResync", run.watchResync},
 		{"rest", run.rest},
 		{"unrelated", run.unrelated},

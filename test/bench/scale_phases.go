@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 // converge creates the servers and measures until all are Ready and bound.
@@ -72,6 +74,31 @@ func (s *scaleRun) resync(ctx context.Context) error {
 		return err
 	}
 	s.report.setSteadyState(Since(s.created, after))
+	return nil
+}
+
+// history adds the Released records to the servers' namespace, asks every
+// server for opts.Resyncs reconciles again and counts the requests per
+// reconcile, to compare with resync's.
+func (s *scaleRun) history(ctx context.Context) error {
+	if err := fixtures.CreateReleasedRecords(ctx, s.env.Client, s.namespace, s.opts.ReleasedRecords); err != nil {
+		return err
+	}
+	// The records' own reconciles end before the count starts.
+	before, err := s.env.settledCount(ctx, s.namespace, s.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	for round := range s.opts.Resyncs {
+		if err := s.env.Resync(ctx, s.namespace, s.opts.Servers, fmt.Sprintf("history-%d", round), s.opts.Timeout); err != nil {
+			return err
+		}
+	}
+	after, err := s.env.settledCount(ctx, s.namespace, s.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	s.report.setHistory(s.opts.ReleasedRecords, Since(before, after))
 	return nil
 }
 

@@ -19,7 +19,10 @@ type ScaleReport struct {
 	Servers             int `json:"servers"`
 	UnrelatedPods       int `json:"unrelatedPods"`
 	UnrelatedConfigMaps int `json:"unrelatedConfigMaps"`
+	UnrelatedSecrets    int `json:"unrelatedSecrets"`
 	Nodes               int `json:"nodes"`
+	// ProvisionDelaySeconds is the provisioner's time per volume.
+	ProvisionDelaySeconds float64 `json:"provisionDelaySeconds"`
 
 	// ConvergeSeconds runs from the first create until every server is
 	// Ready (Available, current generation) and names an Active binding.
@@ -43,6 +46,15 @@ type ScaleReport struct {
 	SteadyStateStatusWritesPerServer float64        `json:"steadyStateStatusWritesPerServer"`
 	SteadyStateOtherWritesPerServer  float64        `json:"steadyStateOtherWritesPerServer"`
 	SteadyStateWritesByResource      map[string]int `json:"steadyStateWritesByResource"`
+	// RequestsPerSteadyReconcile divides the steady-state requests by the
+	// reconcile requests (servers times resyncs).
+	RequestsPerSteadyReconcile float64 `json:"requestsPerSteadyReconcile"`
+	// The history phase adds ReleasedRecords Released bindings of deleted
+	// servers to the namespace and counts the reconcile requests again.
+	ReleasedRecords                               int            `json:"releasedRecords"`
+	RequestsPerSteadyReconcileWithReleasedRecords float64        `json:"requestsPerSteadyReconcileWithReleasedRecords"`
+	RequestsWithReleasedRecordsByResource         map[string]int `json:"requestsWithReleasedRecordsByResource"`
+	ReleasedRecordsCostNothing                    bool           `json:"releasedRecordsCostNothing"`
 	// Watch resyncs touch an annotation on every server's StatefulSet,
 	// which wakes the controller through its Owns watch and asks for no
 	// acknowledgement. WatchResyncReconciles is the growth of the
@@ -97,8 +109,9 @@ type PhaseTime struct {
 
 func newScaleReport(opts ScaleOptions) *ScaleReport {
 	return &ScaleReport{
-		Servers: opts.Servers, UnrelatedPods: opts.UnrelatedPods, UnrelatedConfigMaps: opts.UnrelatedPods,
-		Nodes: opts.Nodes(), Resyncs: opts.Resyncs, RestSeconds: opts.Rest.Seconds(),
+		Servers: opts.Servers, UnrelatedPods: opts.UnrelatedPods, UnrelatedConfigMaps: opts.UnrelatedPods, UnrelatedSecrets: opts.UnrelatedPods,
+		Nodes: opts.Nodes(), ProvisionDelaySeconds: opts.ProvisionDelay.Seconds(),
+		Resyncs: opts.Resyncs, RestSeconds: opts.Rest.Seconds(),
 		ControllerArgs: append([]string{}, opts.ControllerArgs...),
 	}
 }
@@ -127,6 +140,22 @@ func (r *ScaleReport) setSteadyState(counts Counts) {
 	r.SteadyStateStatusWritesPerServer = r.perServer(status)
 	r.SteadyStateOtherWritesPerServer = r.perServer(Total(counts.Writes) - status)
 	r.SteadyStateWritesByResource = counts.Writes
+	r.RequestsPerSteadyReconcile = r.perReconcileRequest(counts)
+}
+
+func (r *ScaleReport) setHistory(records int, counts Counts) {
+	r.ReleasedRecords = records
+	r.RequestsPerSteadyReconcileWithReleasedRecords = r.perReconcileRequest(counts)
+	r.RequestsWithReleasedRecordsByResource = counts.Requests
+	r.ReleasedRecordsCostNothing = r.RequestsPerSteadyReconcileWithReleasedRecords == r.RequestsPerSteadyReconcile
+}
+
+// perReconcileRequest divides the requests by the reconcile requests made.
+func (r *ScaleReport) perReconcileRequest(counts Counts) float64 {
+	if r.Resyncs == 0 {
+		return 0
+	}
+	return round(float64(Total(counts.Requests)) / float64(r.Servers*r.Resyncs))
 }
 
 func (r *ScaleReport) setWatchResync(counts Counts, reconciles int) {

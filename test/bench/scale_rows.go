@@ -15,16 +15,18 @@ func (r *ScaleReport) Rows() []Row {
 // measurements are the rows of the measured figures.
 func (r *ScaleReport) measurements() []Row {
 	return []Row{
-		{"servers", fmt.Sprint(r.Servers), fmt.Sprintf("on %d kwok nodes", r.Nodes)},
+		{"servers", fmt.Sprint(r.Servers), fmt.Sprintf("on %d kwok nodes; claims bind %gs after they are seen (provisioner delay)", r.Nodes, r.ProvisionDelaySeconds)},
 		{"convergeSeconds", seconds(r.ConvergeSeconds), "first create to all Ready and bound (binding Active)"},
 		{"serversPerSecond", fmt.Sprint(r.ServersPerSecond), ""},
 		{"controllerCPUShareOfConvergence", fmt.Sprint(r.ControllerCPUShareOfConvergence), "controller CPU s / wall s (1 = one core)"},
-		{"requestsPerServerCreate", fmt.Sprint(r.RequestsPerServerCreate), "audit log, controller's user agent"},
-		{"writesPerServerCreate", fmt.Sprint(r.WritesPerServerCreate), fmt.Sprint(r.CreateWritesByResource)},
+		{"requestsPerServerCreate", fmt.Sprint(r.RequestsPerServerCreate), "audit log, controller's user agent; dry runs are requests, goal 15"},
+		{"writesPerServerCreate", fmt.Sprint(r.WritesPerServerCreate), fmt.Sprintf("successful, not dry runs, goal 8: %v", r.CreateWritesByResource)},
 		{"steadyStateRequestsPerServer", fmt.Sprint(r.SteadyStateRequestsPerServer), fmt.Sprintf("across %d reconcile requests (reconcile.fluxcd.io/requestedAt)", r.Resyncs)},
 		{"steadyStateWritesPerServer", fmt.Sprint(r.SteadyStateWritesPerServer), fmt.Sprintf("one acknowledged status write per reconcile request, by design: %v", r.SteadyStateWritesByResource)},
 		{"  statusWrites", fmt.Sprint(r.SteadyStateStatusWritesPerServer), "status.lastHandledReconcileAt acknowledgements"},
 		{"  otherWrites", fmt.Sprint(r.SteadyStateOtherWritesPerServer), "children, bindings, events: target 0"},
+		{"requestsPerSteadyReconcile", fmt.Sprint(r.RequestsPerSteadyReconcile), "per reconcile request, its acknowledgement included; goal at most 2"},
+		{"requestsPerSteadyReconcileWithReleasedRecords", fmt.Sprint(r.RequestsPerSteadyReconcileWithReleasedRecords), fmt.Sprintf("with %d Released records in the namespace; %s: %v", r.ReleasedRecords, equalTo(r.ReleasedRecordsCostNothing), r.RequestsWithReleasedRecordsByResource)},
 		{"watchResyncRequestsPerServer", fmt.Sprint(r.WatchResyncRequestsPerServer), fmt.Sprintf("across %d StatefulSet annotation touches (Owns watch)", r.Resyncs)},
 		{"watchResyncWritesPerServer", fmt.Sprint(r.WatchResyncWritesPerServer), fmt.Sprintf("target 0: %v", r.WatchResyncWritesByResource)},
 		{"watchResyncReconciles", fmt.Sprint(r.WatchResyncReconciles), fmt.Sprintf("reconcile_total growth; at least %d", r.Resyncs*r.Servers)},
@@ -33,7 +35,7 @@ func (r *ScaleReport) measurements() []Row {
 		{"controllerCPUSecondsAtRest", fmt.Sprint(r.ControllerCPUSecondsAtRest), fmt.Sprintf("CPU s per minute over a %s rest", seconds(r.RestSeconds))},
 		{"controllerHeapBytes", byteSize(r.ControllerHeapBytes), "least heap_inuse in the rest, after a GC; live " + byteSize(r.ControllerLiveHeapBytes)},
 		{"controllerRSSBytes", byteSize(r.ControllerRSSBytes), "VmRSS after the rest"},
-		{"controllerHeapBytesWithUnrelatedPods", byteSize(r.ControllerHeapBytesWithUnrelatedPods), fmt.Sprintf("%d pods + %d ConfigMaps; live %s", r.UnrelatedPods, r.UnrelatedConfigMaps, byteSize(r.ControllerLiveHeapBytesWithUnrelatedPods))},
+		{"controllerHeapBytesWithUnrelatedPods", byteSize(r.ControllerHeapBytesWithUnrelatedPods), fmt.Sprintf("%d pods + %d ConfigMaps + %d Secrets; live %s", r.UnrelatedPods, r.UnrelatedConfigMaps, r.UnrelatedSecrets, byteSize(r.ControllerLiveHeapBytesWithUnrelatedPods))},
 		{"controllerRSSBytesWithUnrelatedPods", byteSize(r.ControllerRSSBytesWithUnrelatedPods), ""},
 		{"heapRelativeDifference", percent(r.HeapRelativeDifference), within(r.HeapWithin10Percent)},
 		{"rssRelativeDifference", percent(r.RSSRelativeDifference), within(r.RSSWithin10Percent)},
@@ -47,6 +49,13 @@ func seconds(s float64) string { return fmt.Sprintf("%.3fs", s) }
 func byteSize(n int64) string { return fmt.Sprintf("%d (%.1f MiB)", n, float64(n)/(1<<20)) }
 
 func percent(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
+
+func equalTo(equal bool) string {
+	if equal {
+		return "equal to none"
+	}
+	return "NOT equal to none"
+}
 
 func within(ok bool) string {
 	if ok {

@@ -54,6 +54,9 @@ type ClusterOptions struct {
 	// AuditPolicy is the path of a kube-apiserver audit policy; when set,
 	// the API server writes its audit log to AuditLogPath.
 	AuditPolicy string
+	// ProvisionDelay is how long the provisioner takes per volume, as a
+	// storage backend does; zero binds claims as soon as they are seen.
+	ProvisionDelay time.Duration
 }
 
 // Cluster is a local cluster run by kwokctl from the binaries in ./bin:
@@ -175,7 +178,7 @@ func (c *Cluster) start(ctx context.Context, opts ClusterOptions, binaries map[s
 	if err := c.run(ctx, "scale", "node", "--replicas", fmt.Sprint(opts.Nodes), "--param", `.allocatable."nvidia.com/gpu"=8`); err != nil {
 		return err
 	}
-	if err := c.startStorage(ctx); err != nil {
+	if err := c.startStorage(ctx, opts.ProvisionDelay); err != nil {
 		return err
 	}
 	if err := c.poll(ctx, fmt.Sprintf("%d Ready nodes", opts.Nodes), c.supervised(c.nodesReady(opts.Nodes))); err != nil {
@@ -205,8 +208,9 @@ func (c *Cluster) connect() error {
 	return nil
 }
 
-// startStorage creates DefaultStorageClass and starts its provisioner.
-func (c *Cluster) startStorage(ctx context.Context) error {
+// startStorage creates DefaultStorageClass and starts its provisioner,
+// which takes delay per volume.
+func (c *Cluster) startStorage(ctx context.Context, delay time.Duration) error {
 	if _, err := c.Clientset.StorageV1().StorageClasses().Create(ctx, defaultStorageClass(), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the default StorageClass: %w", err)
 	}
@@ -220,7 +224,7 @@ func (c *Cluster) startStorage(ctx context.Context) error {
 	}
 	c.provisionerLog = logFile
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2})
-	c.stopProvisioner = startProvisioner(c.Clientset, volumes, logger)
+	c.stopProvisioner = startProvisioner(c.Clientset, volumes, delay, logger)
 	return nil
 }
 

@@ -32,17 +32,28 @@ const (
 // supportedAccessModes are the access modes the test provisioner accepts.
 var supportedAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany}
 
+// provisionWorkers is how many claims are provisioned at once:
+// kubernetes-csi/external-provisioner's --worker-threads default.
+const provisionWorkers = 100
+
 // hostPathProvisioner provisions a hostPath PersistentVolume under dir for
 // each claim. Pods are simulated, so nothing ever mounts it; the directory
 // only shows that Delete ran.
 type hostPathProvisioner struct {
 	dir string
+	// delay is how long each volume takes to provision, as a storage
+	// backend's create call does; a claim binds that much after it is
+	// picked up.
+	delay time.Duration
 }
 
 // Provision creates the claim's directory and returns its volume; the
 // library adds the claimRef, the class and the provisioned-by annotation.
-func (p *hostPathProvisioner) Provision(_ context.Context, options controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
+func (p *hostPathProvisioner) Provision(ctx context.Context, options controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := options.PVC
+	if err := p.wait(ctx); err != nil {
+		return nil, controller.ProvisioningInBackground, err
+	}
 	if claim.Spec.Selector != nil {
 		return nil, controller.ProvisioningFinished, errors.New("claim selectors are not supported")
 	}
@@ -74,6 +85,22 @@ func (p *hostPathProvisioner) Provision(_ context.Context, options controller.Pr
 	}, controller.ProvisioningFinished, nil
 }
 
+// wait blocks for the provisioning delay, as a storage backend's create call
+// would, holding one of the provisioner's workers.
+func (p *hostPathProvisioner) wait(ctx context.Context) error {
+	if p.delay <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(p.delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("provisioning interrupted: %w", ctx.Err())
+	}
+}
+
 // Delete removes the volume's directory, ignoring volumes outside dir.
 func (p *hostPathProvisioner) Delete(_ context.Context, volume *corev1.PersistentVolume) error {
 	source := volume.Spec.HostPath
@@ -103,9 +130,10 @@ func defaultStorageClass() *storagev1.StorageClass {
 // startProvisioner runs the test provisioner for ProvisionerName until stop
 // is called; stop returns once the controller and its workers have. It logs
 // to logger, which should not be the test's output: the library is chatty.
-func startProvisioner(clientset kubernetes.Interface, dir string, logger logr.Logger) (stop func()) {
+func startProvisioner(clientset kubernetes.Interface, dir string, delay time.Duration, logger logr.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logger))
-	provisioner := controller.NewProvisionController(ctx, clientset, ProvisionerName, &hostPathProvisioner{dir: dir},
+	provisioner := controller.NewProvisionController(ctx, clientset, ProvisionerName, &hostPathProvisioner{dir: dir, delay: delay},
+		controller.Threadiness(provisionWorkers),
 		// One process, one provisioner: leader election only delays the
 		// start, and losing the lease would exit the test binary.
 		controller.LeaderElection(false),

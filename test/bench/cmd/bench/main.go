@@ -22,12 +22,14 @@ import (
 func main() {
 	var (
 		mode, output     string
+		jsonFile         string
 		commits          int
 		progressInterval time.Duration
 		opts             = bench.ScaleOptions{Log: os.Stderr}
 	)
 	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster) or audit (the origin search).")
 	flag.StringVarP(&output, "output", "o", "table", "Output format: table or json.")
+	flag.StringVar(&jsonFile, "json-file", "", "Also write the report as JSON to this file, so one run gives both the table and the JSON.")
 	flag.IntVar(&opts.Servers, "servers", 200, "EmbeddingServers to create.")
 	flag.IntVar(&opts.UnrelatedPods, "unrelated-pods", 5000, "Pods, and as many ConfigMaps and Secrets, not embedops', created before the second memory reading.")
 	flag.IntVar(&opts.ReleasedRecords, "released-records", 200, "Released bindings of deleted servers added to the servers' namespace before the reconcile requests are counted again.")
@@ -46,15 +48,16 @@ func main() {
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, mode, output, commits, opts); err != nil {
+	if err := run(ctx, mode, output, jsonFile, commits, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		stop()
 		os.Exit(1)
 	}
 }
 
-// run measures what mode names and prints the report.
-func run(ctx context.Context, mode, output string, commits int, opts bench.ScaleOptions) error {
+// run measures what mode names and prints the report, and writes it as
+// JSON to jsonFile when set.
+func run(ctx context.Context, mode, output, jsonFile string, commits int, opts bench.ScaleOptions) error {
 	var report bench.Report
 	var err error
 	switch mode {
@@ -68,5 +71,23 @@ func run(ctx context.Context, mode, output string, commits int, opts bench.Scale
 	if err != nil {
 		return err
 	}
+	if jsonFile != "" {
+		if err := writeJSON(jsonFile, report); err != nil {
+			return err
+		}
+	}
 	return bench.Print(os.Stdout, report, output)
+}
+
+// writeJSON writes report as JSON to path.
+func writeJSON(path string, report bench.Report) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	if err := bench.Print(file, report, "json"); err != nil {
+		_ = file.Close()
+		return err
+	}
+	return file.Close()
 }

@@ -31,14 +31,12 @@ func (l *Ledger) Leave(ctx context.Context, server *embedopsv1.EmbeddingServer, 
 		l.held.drop(server.UID, binding.Name)
 		ctrl.LoggerFrom(ctx).Info("left binding", "binding", binding.Name)
 	}
-	l.listed.Store(server.UID, struct{}{})
 	return nil
 }
 
 // ForgetServer drops what the ledger remembers of a server whose deletion
 // left every binding.
 func (l *Ledger) ForgetServer(server *embedopsv1.EmbeddingServer) {
-	l.listed.Delete(server.UID)
 	l.held.forget(server.UID)
 }
 
@@ -48,22 +46,16 @@ func (l *Ledger) ForgetBinding(key types.NamespacedName) {
 }
 
 // referencing returns, as read for an update, the bindings of the server's
-// namespace but keep that hold its reference. The first time in this
-// process it lists them from the API server: a previous leader may have
-// added a reference the cache does not show yet. After that only this
-// process writes the server's references, so the cache is trusted, through
-// ReferenceIndex, except where it may be behind this process's writes: a
-// binding this process wrote later than the cached copy, or referenced for
-// this server without the cache showing it, is read from the API server.
-// A steady reconcile therefore reads nothing from the API server, however
-// many bindings and Released records the namespace holds.
+// namespace but keep that hold its reference. The cache is trusted, through
+// ReferenceIndex, except where it may be behind what this process knows:
+// a binding this process wrote or read later than the cached copy, or
+// referenced for this server without the cache showing it, is read from
+// the API server (learnNamespace covers the references of a previous
+// leader). A steady reconcile therefore reads nothing from the API server,
+// however many bindings and Released records the namespace holds.
 func (l *Ledger) referencing(ctx context.Context, server *embedopsv1.EmbeddingServer, keep string) ([]*embedopsv1.ModelCacheBinding, error) {
-	if _, listed := l.listed.Load(server.UID); !listed {
-		var bindings embedopsv1.ModelCacheBindingList
-		if err := l.apiReader.List(ctx, &bindings, client.InNamespace(server.Namespace)); err != nil {
-			return nil, fmt.Errorf("listing bindings: %w", err)
-		}
-		return holding(bindings.Items, server.UID, keep), nil
+	if err := l.learnNamespace(ctx, server.Namespace); err != nil {
+		return nil, err
 	}
 	var cached embedopsv1.ModelCacheBindingList
 	if err := l.client.List(ctx, &cached, client.InNamespace(server.Namespace), client.MatchingFields{ReferenceIndex: string(server.UID)}); err != nil {
@@ -92,15 +84,30 @@ func (l *Ledger) referencing(ctx context.Context, server *embedopsv1.EmbeddingSe
 	return found, nil
 }
 
-// holding returns the bindings but keep that hold the server's reference.
-func holding(bindings []embedopsv1.ModelCacheBinding, server types.UID, keep string) []*embedopsv1.ModelCacheBinding {
-	var found []*embedopsv1.ModelCacheBinding
-	for i := range bindings {
-		if bindings[i].Name != keep && decision.HasReference(&bindings[i], server) {
-			found = append(found, &bindings[i])
+// learnNamespace lists the namespace's bindings from the API server the
+// first time this process leaves a binding there, and remembers every
+// reference they hold and the version it was read at, as if this process
+// had written them: a previous leader's last references may not be in the
+// cache yet. After that only this process writes references.
+func (l *Ledger) learnNamespace(ctx context.Context, namespace string) error {
+	if _, listed := l.listed.Load(namespace); listed {
+		return nil
+	}
+	var bindings embedopsv1.ModelCacheBindingList
+	if err := l.apiReader.List(ctx, &bindings, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing bindings: %w", err)
+	}
+	for i := range bindings.Items {
+		binding := &bindings.Items[i]
+		for _, ref := range binding.Status.RequestReferences {
+			l.held.add(ref.UID, binding.Name)
+		}
+		if len(binding.Status.RequestReferences) > 0 {
+			l.written.Record(client.ObjectKeyFromObject(binding), binding.ResourceVersion)
 		}
 	}
-	return found
+	l.listed.Store(namespace, struct{}{})
+	return nil
 }
 
 // latest reads a binding from the cache, or from the API server when the

@@ -52,11 +52,11 @@ type Ledger struct {
 	// held holds the references this process added and has not removed:
 	// the cache may not show them yet.
 	held heldReferences
-	// listed holds the UIDs of the servers whose bindings Leave listed from
-	// the API server in this process.
+	// listed holds the namespaces whose bindings this process listed from
+	// the API server (learnNamespace).
 	listed sync.Map
 	// written is the resourceVersion of this process's last write of each
-	// binding.
+	// binding, or of the uncached read learnNamespace made.
 	written writes.Versions
 }
 

@@ -79,9 +79,36 @@ const kwokctlConfigVersion = "config.kwok.x-k8s.io/v1alpha1"
 // kwokctlConfiguration is the part of kwokctl's KwokctlConfiguration the
 // harness sets; kwokctl has no flags for these options.
 type kwokctlConfiguration struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Options    kwokctlOptions `json:"options"`
+	APIVersion        string                  `json:"apiVersion"`
+	Kind              string                  `json:"kind"`
+	Options           kwokctlOptions          `json:"options"`
+	ComponentsPatches []kwokctlComponentPatch `json:"componentsPatches"`
+}
+
+// kwokctlComponentPatch adds flags to one component (kwok's
+// ComponentPatches, pkg/apis/config/v1alpha1/kwokctl_configuration_types.go).
+type kwokctlComponentPatch struct {
+	Name      string             `json:"name"`
+	ExtraArgs []kwokctlExtraArgs `json:"extraArgs"`
+}
+
+// kwokctlExtraArgs is one flag, --key=value.
+type kwokctlExtraArgs struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// serviceClusterIPRange is kube-apiserver's Service IP range. kwokctl sets
+// none, and kube-apiserver's default, 10.0.0.0/24, holds 254 Services:
+// fewer than the 1,000 servers (two Services each) the benchmark creates.
+const serviceClusterIPRange = "10.0.0.0/16"
+
+// componentsPatches are the flags the harness adds to kwokctl's components.
+func componentsPatches() []kwokctlComponentPatch {
+	return []kwokctlComponentPatch{{
+		Name:      "kube-apiserver",
+		ExtraArgs: []kwokctlExtraArgs{{Key: "service-cluster-ip-range", Value: serviceClusterIPRange}},
+	}}
 }
 
 // kwokctlOptions are kwokctl options without flags.
@@ -97,7 +124,9 @@ type kwokctlOptions struct {
 // kwokctlConfig returns the file given to kwokctl with --config: its options
 // followed by every Stage in stageFiles.
 func kwokctlConfig(options kwokctlOptions) ([]byte, error) {
-	header, err := yaml.Marshal(kwokctlConfiguration{APIVersion: kwokctlConfigVersion, Kind: "KwokctlConfiguration", Options: options})
+	header, err := yaml.Marshal(kwokctlConfiguration{
+		APIVersion: kwokctlConfigVersion, Kind: "KwokctlConfiguration", Options: options, ComponentsPatches: componentsPatches(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the kwokctl configuration: %w", err)
 	}

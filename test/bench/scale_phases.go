@@ -64,17 +64,24 @@ func (s *scaleRun) reconcileTimes(ctx context.Context) error {
 // resync asks every server for opts.Resyncs reconciles, one round at a
 // time, and counts the controller's writes meanwhile.
 func (s *scaleRun) resync(ctx context.Context) error {
-	for round := range s.opts.Resyncs {
-		if err := s.env.Resync(ctx, s.namespace, s.opts.Servers, fmt.Sprintf("bench-%d", round), s.opts.Timeout); err != nil {
-			return err
-		}
-	}
-	after, err := s.env.settledCount(ctx, s.namespace, s.opts.Timeout)
+	after, err := s.resyncRounds(ctx, "bench")
 	if err != nil {
 		return err
 	}
 	s.report.setSteadyState(Since(s.created, after))
 	return nil
+}
+
+// resyncRounds asks every server for opts.Resyncs reconciles, one round at
+// a time with tokens <prefix>-<round>, and returns the controller's
+// requests once they settled.
+func (s *scaleRun) resyncRounds(ctx context.Context, prefix string) (Counts, error) {
+	for round := range s.opts.Resyncs {
+		if err := s.env.Resync(ctx, s.namespace, s.opts.Servers, fmt.Sprintf("%s-%d", prefix, round), s.opts.Timeout); err != nil {
+			return Counts{}, err
+		}
+	}
+	return s.env.settledCount(ctx, s.namespace, s.opts.Timeout)
 }
 
 // history adds the Released records to the servers' namespace, asks every
@@ -89,12 +96,7 @@ func (s *scaleRun) history(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for round := range s.opts.Resyncs {
-		if err := s.env.Resync(ctx, s.namespace, s.opts.Servers, fmt.Sprintf("history-%d", round), s.opts.Timeout); err != nil {
-			return err
-		}
-	}
-	after, err := s.env.settledCount(ctx, s.namespace, s.opts.Timeout)
+	after, err := s.resyncRounds(ctx, "history")
 	if err != nil {
 		return err
 	}

@@ -86,3 +86,16 @@ func readyServer(t *testing.T, g *WithT, namespace string, options ...fixtures.O
 	requestReconcile(t, g, key)
 	return key
 }
+
+// The benchmark adds Released records to a namespace the controller already
+// reconciles, which makes each new record Active first.
+func TestReleasedRecordsCanBeAddedUnderARunningController(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	g.Expect(fixtures.CreateReleasedRecords(t.Context(), env.Client, namespace, 20)).To(Succeed())
+	var bindings embedopsv1.ModelCacheBindingList
+	g.Expect(env.Client.List(t.Context(), &bindings, client.InNamespace(namespace))).To(Succeed())
+	g.Expect(bindings.Items).To(HaveLen(20))
+	for _, binding := range bindings.Items {
+		g.Expect(binding.Status.Phase).To(Equal(embedopsv1.BindingReleased), "binding %s", binding.Name)
+	}
+}

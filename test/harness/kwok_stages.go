@@ -103,11 +103,20 @@ type kwokctlExtraArgs struct {
 // fewer than the 1,000 servers (two Services each) the benchmark creates.
 const serviceClusterIPRange = "10.0.0.0/16"
 
+// auditLogMaxSize is the size, in megabytes, at which kube-apiserver would
+// rotate its audit log. Its default, 0, means lumberjack's 100 MB, which a
+// 1,000-server benchmark outgrows: counts read from the rotated file went
+// negative. 1 TiB is never reached.
+const auditLogMaxSize = "1048576"
+
 // componentsPatches are the flags the harness adds to kwokctl's components.
 func componentsPatches() []kwokctlComponentPatch {
 	return []kwokctlComponentPatch{{
-		Name:      "kube-apiserver",
-		ExtraArgs: []kwokctlExtraArgs{{Key: "service-cluster-ip-range", Value: serviceClusterIPRange}},
+		Name: "kube-apiserver",
+		ExtraArgs: []kwokctlExtraArgs{
+			{Key: "service-cluster-ip-range", Value: serviceClusterIPRange},
+			{Key: "audit-log-maxsize", Value: auditLogMaxSize},
+		},
 	}}
 }
 

@@ -71,7 +71,7 @@ func (r *EmbeddingServerReconciler) desiredUnchanged(server types.UID, children 
 	if !ok {
 		return false, nil
 	}
-	desired, err := desiredDigest(children)
+	desired, err := digestOf(children)
 	return err == nil && desired == value.(verifiedState).desired, err
 }
 
@@ -89,7 +89,7 @@ func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *se
 			return nil
 		}
 	}
-	desired, err := desiredDigest(scope.children)
+	desired, err := digestOf(scope.children)
 	if err != nil {
 		return err
 	}
@@ -155,11 +155,6 @@ func childDigest(child client.Object) (string, error) {
 	unstructured.RemoveNestedField(content, "metadata", "resourceVersion")
 	unstructured.RemoveNestedField(content, "metadata", "managedFields")
 	return digestOf(content)
-}
-
-// desiredDigest hashes the desired children.
-func desiredDigest(children []*unstructured.Unstructured) (string, error) {
-	return digestOf(children)
 }
 
 // digestOf is the SHA-256 of v's JSON, whose map keys encoding/json sorts.

@@ -22,6 +22,7 @@ type populateOptions struct {
 	revision       string
 	dir            string
 	image          string
+	allBackends    bool
 	output         string
 	terminationLog string
 }
@@ -52,6 +53,8 @@ func newPopulateCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.revision, "revision", populate.DefaultRevision, "branch, tag or commit id")
 	cmd.Flags().StringVar(&opts.dir, "dir", "", "cache directory (HUGGINGFACE_HUB_CACHE)")
 	cmd.Flags().StringVar(&opts.image, "image", "", "TEI image that reads the cache: download only the files it reads (empty: every file)")
+	cmd.Flags().BoolVar(&opts.allBackends, "all-backends", false,
+		"download what any TEI backend reads (ONNX Runtime, candle, python), whatever --image says: for a cache servers running different images share")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputJSON, "output format: json or yaml")
 	cmd.Flags().StringVar(&opts.terminationLog, "termination-log", "", "also write the result as JSON to this file (a pod's terminationMessagePath)")
 	_ = cmd.MarkFlagRequired("model")
@@ -64,13 +67,14 @@ func runPopulate(ctx context.Context, stdout, stderr io.Writer, getenv func(stri
 		return usageErrorf("unknown output format %q: use json or yaml", opts.output)
 	}
 	result, err := populate.Run(ctx, populate.Options{
-		Model:    opts.model,
-		Revision: opts.revision,
-		Dir:      opts.dir,
-		Image:    opts.image,
-		Endpoint: getenv(populate.EnvEndpoint),
-		Token:    getenv(populate.EnvToken),
-		Log:      slog.New(slog.NewTextHandler(stderr, nil)),
+		Model:       opts.model,
+		Revision:    opts.revision,
+		Dir:         opts.dir,
+		Image:       opts.image,
+		AllBackends: opts.allBackends,
+		Endpoint:    getenv(populate.EnvEndpoint),
+		Token:       getenv(populate.EnvToken),
+		Log:         slog.New(slog.NewTextHandler(stderr, nil)),
 	})
 	if err != nil {
 		if opts.terminationLog != "" {

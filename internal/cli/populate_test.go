@@ -160,3 +160,34 @@ func TestPopulateResultMessageDropsNamesThatDoNotFit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decodeStrict(g, data).Names).To(HaveLen(3), "names that fit are kept")
 }
+
+func TestPopulateWithAllBackendsIgnoresTheImage(t *testing.T) {
+	cases := []struct {
+		name  string
+		flags []string
+		want  []string
+		not   []string
+	}{
+		{"--image alone: what the CPU image reads", []string{"--image", "ghcr.io/huggingface/text-embeddings-inference:cpu-1.9"},
+			[]string{"onnx/model.onnx", "tokenizer_config.json"}, []string{"model.safetensors", "modules.json"}},
+		{"--all-backends: what any image reads", []string{"--image", "ghcr.io/huggingface/text-embeddings-inference:cpu-1.9", "--all-backends"},
+			[]string{"onnx/model.onnx", "tokenizer_config.json", "model.safetensors", "modules.json"}, []string{"pytorch_model.bin"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			hub := hubtest.New(t)
+			hub.AddCommit("org/m", "main", hubtest.MultiFormatRepository(256)...)
+			t.Setenv(populate.EnvEndpoint, hub.URL)
+
+			out, errOut, err := runCLI("", append([]string{"populate", "--model", "org/m", "--dir", t.TempDir()}, tc.flags...)...)
+
+			g.Expect(err).NotTo(HaveOccurred(), errOut)
+			names := decodeStrict(g, []byte(out)).Names
+			g.Expect(names).To(ContainElements(tc.want))
+			for _, name := range tc.not {
+				g.Expect(names).NotTo(ContainElement(name))
+			}
+		})
+	}
+}

@@ -30,16 +30,19 @@
 //
 // # What is downloaded
 //
-// Only the files TEI reads (Options.Image; every file without an image).
-// TEI's router reads config.json, tokenizer.json, 1_Pooling/config.json, the
+// Only the files TEI reads (Options.Image; every file without an image;
+// what any backend reads with Options.AllBackends, for a Shared cache that
+// servers running different images read). TEI's router reads config.json, tokenizer.json, 1_Pooling/config.json, the
 // first Sentence Transformers configuration of ST_CONFIG_NAMES and
 // config_sentence_transformers.json (TEI router/src/lib.rs,
 // core/src/download.rs). Its backends (backends/src/lib.rs) add their
 // weights, tried in order until one starts: ORT the listed "model.onnx*"
-// and "onnx/model.onnx*" files and tokenizer_config.json; candle and python
-// model.safetensors, else the index and the shards it names, else
-// pytorch_model.bin; candle also modules.json and the Dense modules it
-// names. BackendsOf says which backends an image tag runs. A model without
+// and "onnx/model.onnx*" files, and tokenizer_config.json even when there
+// are none; candle and python model.safetensors, else the index and the
+// shards it names, else pytorch_model.bin; candle also modules.json and the
+// Dense modules it names. BackendsOf says which backends an image tag runs;
+// an image whose backends are unknown, or AllBackends, gets the union of
+// ORT's and candle's files, which holds python's. A model without
 // config.json, tokenizer.json or weights the backends load is refused with
 // ErrNoWeights before anything but the files naming others is downloaded.
 //

@@ -61,6 +61,9 @@ type Options struct {
 	// Image is the TEI image that reads the cache: only the files it reads
 	// are downloaded (see BackendsOf). Empty means every file of the commit.
 	Image string
+	// AllBackends caches what any TEI backend reads, whatever Image says,
+	// for a cache that servers running different images share.
+	AllBackends bool
 	// Log receives progress; discarded if nil.
 	Log *slog.Logger
 }
@@ -111,14 +114,22 @@ type populator struct {
 // selectAll is the selection of a run without an image.
 const selectAll = "all"
 
-// selectionOf names the files a run caches for image.
-func selectionOf(image string) ([]Backend, string) {
-	if image == "" {
+// selectAny is the selection of a run that caches what any TEI backend
+// reads: for an image whose backends are unknown, or for every image.
+const selectAny = "tei:any"
+
+// selectionOf names the files a run caches for image, or for any image
+// when all is set.
+func selectionOf(image string, all bool) ([]Backend, string) {
+	switch {
+	case all:
+		return nil, selectAny
+	case image == "":
 		return nil, selectAll
 	}
 	backends, ok := BackendsOf(image)
 	if !ok {
-		return nil, "tei:any"
+		return nil, selectAny
 	}
 	names := make([]string, 0, len(backends))
 	for _, b := range backends {
@@ -191,7 +202,7 @@ func newPopulator(opts Options) (*populator, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	backends, selection := selectionOf(opts.Image)
+	backends, selection := selectionOf(opts.Image, opts.AllBackends)
 	return &populator{
 		backends:  backends,
 		selection: selection,

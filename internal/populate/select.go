@@ -85,66 +85,68 @@ func teiReads(listed []string, backends []Backend, read reader) ([]string, error
 }
 
 // backendReads follows TEI backends/src/lib.rs init_backend: each backend
-// in turn downloads its weights and starts; the first that starts is used.
-// A backend without weights does not start and the next is tried. With no
-// backends given, every backend's files are returned.
+// in turn downloads its files and starts; the first that starts is used. A
+// backend without weights does not start and the next is tried; what it
+// asked for first is still read. With no backends given, every backend's
+// files are returned: ORT's and candle's, which include python's (python
+// downloads what candle does but the Dense modules).
 func backendReads(listed []string, has func(string) bool, backends []Backend, read reader) ([]string, error) {
 	union := len(backends) == 0
 	if union {
 		backends = []Backend{BackendORT, BackendCandle}
 	}
 	var names []string
-	found := false
+	started := false
 	for _, backend := range backends {
-		var files []string
-		var err error
-		switch backend {
-		case BackendORT:
-			files = onnxReads(listed, has)
-		case BackendCandle, BackendPython:
-			files, err = weightReads(has, read)
-			if err == nil && len(files) > 0 && backend == BackendCandle {
-				var dense []string
-				dense, err = denseReads(has, read)
-				files = append(files, dense...)
-			}
-		}
+		files, starts, err := backendFiles(backend, listed, has, read)
 		if err != nil {
 			return nil, err
 		}
-		if len(files) == 0 {
-			continue
-		}
-		names, found = append(names, files...), true
-		if !union {
+		names = append(names, files...)
+		started = started || starts
+		if starts && !union {
 			break
 		}
 	}
-	if !found {
+	if !started {
 		return nil, fmt.Errorf("%w: no ONNX, safetensors or pytorch_model.bin weights for backends %v", ErrNoWeights, backends)
 	}
 	return names, nil
 }
 
-// onnxReads are the ORT backend's files: every listed name starting with
-// "model.onnx" or "onnx/model.onnx", and tokenizer_config.json for the
-// padding side (TEI backends/src/lib.rs, download_onnx and init_backend).
-// None when the model has no ONNX weights.
-func onnxReads(listed []string, has func(string) bool) []string {
+// backendFiles returns the files one backend reads, and whether it starts
+// with them: whether the model has weights it loads.
+func backendFiles(backend Backend, listed []string, has func(string) bool, read reader) ([]string, bool, error) {
+	if backend == BackendORT {
+		files, starts := onnxReads(listed, has)
+		return files, starts, nil
+	}
+	files, err := weightReads(has, read)
+	if err != nil || len(files) == 0 || backend != BackendCandle {
+		return files, len(files) > 0, err
+	}
+	dense, err := denseReads(has, read)
+	return append(files, dense...), true, err
+}
+
+// onnxReads are the ORT backend's files, and whether it starts: every
+// listed name starting with "model.onnx" or "onnx/model.onnx" (TEI
+// backends/src/lib.rs, download_onnx), then tokenizer_config.json for the
+// padding side, which init_backend asks for whether or not ONNX weights were
+// found. ORT starts only with ONNX weights.
+func onnxReads(listed []string, has func(string) bool) ([]string, bool) {
 	var names []string
 	for _, name := range listed {
 		if strings.HasPrefix(name, "model.onnx") || strings.HasPrefix(name, "onnx/model.onnx") {
 			names = append(names, name)
 		}
 	}
-	if len(names) == 0 {
-		return nil
-	}
 	slices.Sort(names)
+	starts := len(names) > 0
 	if has(tokenizerConfigFile) {
 		names = append(names, tokenizerConfigFile)
 	}
-	return names
+	return names, starts
 }
 
 // weightReads are the candle and python backends' weights:

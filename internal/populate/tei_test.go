@@ -2,6 +2,7 @@ package populate_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,7 +99,8 @@ func TestRunCachesWhatTEIReadsForTheImage(t *testing.T) {
 		want  []string
 	}{
 		{"CPU image reads ONNX first", cpuImage, repo, append(slices.Clone(routerFiles), onnx...)},
-		{"CPU image without ONNX falls back to safetensors", cpuImage, without(repo, "onnx/"), append(slices.Clone(routerFiles), "model.safetensors", "modules.json")},
+		{"CPU image without ONNX falls back to safetensors", cpuImage, without(repo, "onnx/"),
+			append(slices.Clone(routerFiles), "tokenizer_config.json", "model.safetensors", "modules.json")},
 		{"CUDA image reads safetensors and modules.json", cudaImage, repo, append(slices.Clone(routerFiles), "model.safetensors", "modules.json")},
 		{"CUDA image reads the Dense module modules.json names", cudaImage, denseFiles(repo),
 			append(slices.Clone(routerFiles), "model.safetensors", "modules.json", "2_Dense/config.json", "2_Dense/model.safetensors")},
@@ -209,6 +211,84 @@ func TestRunRefusesAModelTEICannotLoad(t *testing.T) {
 			g.Expect(len(entries)).To(BeNumerically("<=", 1), "nothing is written beside the cache directory")
 			_, err = os.Stat(filepath.Join(repoDir(dir), ".embedops"))
 			g.Expect(err).To(MatchError(os.ErrNotExist), "no manifest marks the snapshot complete")
+		})
+	}
+}
+
+func TestRunWithAllBackendsCachesWhatAnyBackendReads(t *testing.T) {
+	repo := hubtest.MultiFormatRepository(1024)
+	onnx := []string{"onnx/model.onnx", "tokenizer_config.json"}
+	cases := []struct {
+		name  string
+		image string
+		files []hubtest.File
+		want  []string
+	}{
+		{"whatever the image", cpuImage, repo, append(slices.Clone(routerFiles), append(onnx, "model.safetensors", "modules.json")...)},
+		{"without an image", "", repo, append(slices.Clone(routerFiles), append(onnx, "model.safetensors", "modules.json")...)},
+		{"the Dense modules candle reads, for a python image", hpuImage, denseFiles(repo), append(slices.Clone(routerFiles),
+			append(onnx, "model.safetensors", "modules.json", "2_Dense/config.json", "2_Dense/model.safetensors")...)},
+		{"tokenizer_config.json, which ORT asks for without ONNX weights", cudaImage, without(repo, "onnx/"),
+			append(slices.Clone(routerFiles), "tokenizer_config.json", "model.safetensors", "modules.json")},
+		{"ONNX weights only, which ORT loads", cudaImage, without(repo, "model.safetensors", "pytorch_model.bin"), append(slices.Clone(routerFiles), onnx...)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			hub := hubtest.New(t)
+			commit := hub.AddCommit(testModel, "main", tc.files...)
+			dir := t.TempDir()
+			opts := options(t, hub, dir, &sleeper{})
+			opts.Image, opts.AllBackends = tc.image, true
+
+			result, err := populate.Run(context.Background(), opts)
+
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(result.Names).To(ConsistOf(tc.want))
+			for _, name := range tc.want {
+				_, cached := hfHubGet(dir, commit, name)
+				g.Expect(cached).To(BeTrue(), name)
+			}
+		})
+	}
+}
+
+func TestRunWithAllBackendsServesEveryImage(t *testing.T) {
+	repo := hubtest.MultiFormatRepository(256)
+	repositories := map[string][]hubtest.File{
+		"every format":           repo,
+		"no ONNX":                without(repo, "onnx/"),
+		"a Dense module":         denseFiles(repo),
+		"sharded safetensors":    shardedFiles(repo),
+		"no safetensors":         without(repo, "model.safetensors"),
+		"ONNX weights only":      without(repo, "model.safetensors", "pytorch_model.bin"),
+		"no tokenizer config":    without(repo, "tokenizer_config.json"),
+		"pytorch_model.bin only": without(repo, "model.safetensors", "onnx/"),
+	}
+	images := []string{cpuImage, "ghcr.io/huggingface/text-embeddings-inference:cpu-arm64-1.9", cudaImage, hpuImage, customImage}
+	for name, files := range repositories {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			hub := hubtest.New(t)
+			hub.AddCommit(testModel, "main", files...)
+			all := options(t, hub, t.TempDir(), &sleeper{})
+			all.AllBackends = true
+			union, err := populate.Run(context.Background(), all)
+			g.Expect(err).NotTo(HaveOccurred())
+
+			served := 0
+			for _, image := range images {
+				opts := options(t, hub, t.TempDir(), &sleeper{})
+				opts.Image = image
+				one, err := populate.Run(context.Background(), opts)
+				if errors.Is(err, populate.ErrNoWeights) {
+					continue // TEI on this image cannot load the model either
+				}
+				g.Expect(err).NotTo(HaveOccurred(), image)
+				g.Expect(union.Names).To(ContainElements(one.Names), "the shared cache holds what %s reads", image)
+				served++
+			}
+			g.Expect(served).To(BeNumerically(">", 0), "some image loads the model")
 		})
 	}
 }

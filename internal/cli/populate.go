@@ -23,6 +23,7 @@ type populateOptions struct {
 	dir            string
 	image          string
 	allBackends    bool
+	verify         string
 	output         string
 	terminationLog string
 }
@@ -38,12 +39,16 @@ func newPopulateCommand() *cobra.Command {
 		Use:   "populate --model MODEL --dir DIR",
 		Short: "Download a model from the HuggingFace hub into a TEI cache directory",
 		Long: "populate downloads a model repository at a revision into DIR in the cache layout TEI reads\n" +
-			"(HUGGINGFACE_HUB_CACHE), verifying every file against the hub's listing. A complete snapshot is\n" +
-			"verified from disk, not downloaded again; an interrupted download resumes; when the hub is\n" +
-			"unreachable a complete cache still succeeds. The hub is $" + populate.EnvEndpoint + " (default " + populate.DefaultEndpoint + ")\n" +
-			"and its token $" + populate.EnvToken + ". It prints the resolved commit, the content digest, and the number\n" +
-			"of files and bytes, and writes the same JSON to --termination-log (or {\"error\": ...} on failure).\n" +
-			"Progress goes to standard error.",
+			"(HUGGINGFACE_HUB_CACHE), verifying every file against the hub's listing, and records what it\n" +
+			"wrote in a manifest (DIR/models--ORG--NAME/.embedops/COMMIT.json). A snapshot the manifest marks\n" +
+			"complete is not downloaded again: with --verify=sizes (the default) each file is checked by its\n" +
+			"size, so a start reads no file and takes the same time whatever the model's size; --verify=full\n" +
+			"hashes every file again and downloads again any that does not match. A missing or damaged\n" +
+			"manifest, or a file of the wrong size, leads to the full check. An interrupted download resumes;\n" +
+			"when the hub is unreachable a complete cache still succeeds.\n\n" +
+			"The hub is $" + populate.EnvEndpoint + " (default " + populate.DefaultEndpoint + ") and its token $" + populate.EnvToken + ".\n\n" +
+			"It prints the resolved commit, the content digest, and the number of files and bytes, and writes\n" +
+			"the same JSON to --termination-log (or {\"error\": ...} on failure). Progress goes to standard error.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPopulate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), os.Getenv, opts)
@@ -55,6 +60,8 @@ func newPopulateCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.image, "image", "", "TEI image that reads the cache: download only the files it reads (empty: every file)")
 	cmd.Flags().BoolVar(&opts.allBackends, "all-backends", false,
 		"download what any TEI backend reads (ONNX Runtime, candle, python), whatever --image says: for a cache servers running different images share")
+	cmd.Flags().StringVar(&opts.verify, "verify", string(populate.VerifySizes),
+		"how to check a snapshot the cache holds: sizes (no file is read) or full (every file is hashed)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputJSON, "output format: json or yaml")
 	cmd.Flags().StringVar(&opts.terminationLog, "termination-log", "", "also write the result as JSON to this file (a pod's terminationMessagePath)")
 	_ = cmd.MarkFlagRequired("model")
@@ -66,16 +73,7 @@ func runPopulate(ctx context.Context, stdout, stderr io.Writer, getenv func(stri
 	if opts.output != outputYAML && opts.output != outputJSON {
 		return usageErrorf("unknown output format %q: use json or yaml", opts.output)
 	}
-	result, err := populate.Run(ctx, populate.Options{
-		Model:       opts.model,
-		Revision:    opts.revision,
-		Dir:         opts.dir,
-		Image:       opts.image,
-		AllBackends: opts.allBackends,
-		Endpoint:    getenv(populate.EnvEndpoint),
-		Token:       getenv(populate.EnvToken),
-		Log:         slog.New(slog.NewTextHandler(stderr, nil)),
-	})
+	result, err := populateWith(ctx, stderr, getenv, opts)
 	if err != nil {
 		if opts.terminationLog != "" {
 			if logErr := writeTerminationLog(opts.terminationLog, failureMessage(err)); logErr != nil {
@@ -94,6 +92,25 @@ func runPopulate(ctx context.Context, stdout, stderr io.Writer, getenv func(stri
 		}
 	}
 	return printStructured(stdout, opts.output, result)
+}
+
+// populateWith runs populate with the flags and the hub's settings.
+func populateWith(ctx context.Context, stderr io.Writer, getenv func(string) string, opts populateOptions) (*populate.Result, error) {
+	verify, err := populate.ParseVerify(opts.verify)
+	if err != nil {
+		return nil, usageErrorf("--verify: %w", err)
+	}
+	return populate.Run(ctx, populate.Options{
+		Model:       opts.model,
+		Revision:    opts.revision,
+		Dir:         opts.dir,
+		Image:       opts.image,
+		AllBackends: opts.allBackends,
+		Verify:      verify,
+		Endpoint:    getenv(populate.EnvEndpoint),
+		Token:       getenv(populate.EnvToken),
+		Log:         slog.New(slog.NewTextHandler(stderr, nil)),
+	})
 }
 
 // resultMessage encodes the result for the termination log, without the

@@ -128,6 +128,7 @@ func TestPopulateReportsBadInput(t *testing.T) {
 		{"no directory", []string{"populate", "--model", "org/m"}, `required flag(s) "dir" not set`, false},
 		{"unknown format", []string{"populate", "--model", "org/m", "--dir", "d", "-o", "xml"}, `unknown output format "xml"`, true},
 		{"invalid model", []string{"populate", "--model", "../m", "--dir", "d"}, `invalid model "../m"`, false},
+		{"unknown verification", []string{"populate", "--model", "org/m", "--dir", "d", "--verify", "quick"}, `--verify: invalid verification "quick": want sizes or full`, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,6 +160,46 @@ func TestPopulateResultMessageDropsNamesThatDoNotFit(t *testing.T) {
 	data, err = resultMessage(result)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decodeStrict(g, data).Names).To(HaveLen(3), "names that fit are kept")
+}
+
+func TestPopulateVerifiesInFullOnRequest(t *testing.T) {
+	cases := []struct {
+		name     string
+		flags    []string
+		repaired bool
+	}{
+		{"by size by default: a changed byte goes unread", nil, false},
+		{"--verify=sizes: a changed byte goes unread", []string{"--verify=sizes"}, false},
+		{"--verify=full: a changed byte is downloaded again", []string{"--verify=full"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			hub, commit, files := standInHub(t)
+			dir := t.TempDir()
+			args := []string{"populate", "--model", "org/m", "--revision", commit, "--dir", dir}
+			first, _, err := runCLI("", args...)
+			g.Expect(err).NotTo(HaveOccurred())
+			weights := files[2]
+			blob := filepath.Join(dir, "models--org--m", "blobs", hubtest.SHA256(weights.Data))
+			damaged := bytes.Clone(weights.Data)
+			damaged[100] ^= 0xff
+			g.Expect(os.WriteFile(blob, damaged, 0o644)).To(Succeed())
+			downloads := len(hub.Requests())
+
+			second, errOut, err := runCLI("", append(args, tc.flags...)...)
+
+			g.Expect(err).NotTo(HaveOccurred(), errOut)
+			g.Expect(decodeStrict(g, []byte(second))).To(Equal(decodeStrict(g, []byte(first))), "the result of the run that populated the cache")
+			if tc.repaired {
+				g.Expect(os.ReadFile(blob)).To(Equal(weights.Data))
+				g.Expect(len(hub.Requests())).To(BeNumerically(">", downloads))
+				return
+			}
+			g.Expect(os.ReadFile(blob)).To(Equal(damaged), "no file was read")
+			g.Expect(hub.Requests()).To(HaveLen(downloads), "the hub is not asked")
+		})
+	}
 }
 
 func TestPopulateWithAllBackendsIgnoresTheImage(t *testing.T) {

@@ -54,8 +54,17 @@
 // written to blobs/<blob>.incomplete and renamed into place only once it
 // verifies. A resumed download (an HTTP Range request from the length of the
 // .incomplete file) that fails verification is restarted once from zero; a
-// fresh download that fails is refused with ErrCorrupt and removed. Blobs
-// already in place are verified again on every run, and replaced if damaged.
+// fresh download that fails is refused with ErrCorrupt and removed.
+//
+// A snapshot the cache already holds, whose manifest marks it complete for
+// the files this run caches, is checked as Options.Verify says. VerifySizes
+// (the default) checks that each file links to its blob and that the blob
+// has the size the manifest records, and reads no content: a pod's start
+// takes the same time whatever the model's size, and returns the result of
+// the run that wrote the manifest. VerifyFull hashes every blob again. A
+// manifest that cannot be read, does not match its own records or is of
+// other files, and a file that fails the check, lead to the path of a first
+// download: every blob in place is hashed again, and replaced if damaged.
 //
 // # Cache layout
 //
@@ -73,7 +82,8 @@
 // Links, refs and manifests are replaced atomically, by a rename from a
 // uniquely named temporary file. The manifest is written last and marks a
 // snapshot complete. The HuggingFace
-// libraries ignore it; populate needs it to serve a run without the hub,
+// libraries and TEI never read .embedops; populate needs the manifest to
+// check a snapshot without reading it and to serve a run without the hub,
 // because a snapshot directory alone cannot tell a finished download from an
 // interrupted one. The lock files use the path the HuggingFace Python library
 // locks, so concurrent populators sharing a volume (cache mode Shared) wait
@@ -84,10 +94,10 @@
 // # Resuming without the hub
 //
 // A revision that is a full commit id whose snapshot is complete on disk is
-// verified and returned without contacting the hub. Otherwise the hub is
+// checked and returned without contacting the hub. Otherwise the hub is
 // asked first; when it stays unreachable (network errors, 429 or 5xx after
 // the bounded retries) the commit is read from refs/<revision> (or is the
-// revision itself) and the snapshot is verified from disk against its
+// revision itself) and the snapshot is checked on disk against its
 // manifest. A refusal (401, 403) or a 404 from the hub is final and never
 // answered from the cache.
 //

@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 )
@@ -64,6 +62,9 @@ type Options struct {
 	// AllBackends caches what any TEI backend reads, whatever Image says,
 	// for a cache that servers running different images share.
 	AllBackends bool
+	// Verify says how a snapshot the cache already holds is checked;
+	// VerifySizes if empty.
+	Verify Verify
 	// Log receives progress; discarded if nil.
 	Log *slog.Logger
 }
@@ -103,6 +104,7 @@ type populator struct {
 	hub             hub
 	sleep           func(context.Context, time.Duration) error
 	idle            time.Duration
+	verify          Verify
 	log             *slog.Logger
 	downloaded      int64
 	// backends and selection say which files are cached: selection names
@@ -140,21 +142,17 @@ func selectionOf(image string, all bool) ([]Backend, string) {
 
 // Run makes the cache directory hold a verified snapshot of the model at the
 // revision, downloading only what is missing or damaged, and returns what the
-// snapshot holds. See the package documentation for the layout and for when
-// the cache is used without the hub.
+// snapshot holds. See the package documentation for the layout, for how a
+// complete snapshot is checked, and for when the cache is used without the
+// hub.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	p, err := newPopulator(opts)
 	if err != nil {
 		return nil, err
 	}
 	if isCommit(p.revision) {
-		result, err := p.fromCache(ctx, p.revision)
-		if err == nil {
-			p.log.Info("snapshot verified from the cache", "model", p.model, "commit", p.revision)
+		if result, ok := p.cached(ctx, p.revision, "asking the hub"); ok {
 			return result, nil
-		}
-		if !errors.Is(err, errNoSnapshot) {
-			p.log.Warn("the cached snapshot is unusable; asking the hub", "error", err.Error())
 		}
 	}
 	info, err := p.hub.resolve(ctx, p.model, p.revision)
@@ -163,6 +161,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, err
 		}
 		return p.offline(ctx, err)
+	}
+	// A commit revision was checked above; a branch's commit is checked
+	// here, by size, before any file is read. A full check is download's.
+	if !isCommit(p.revision) && p.verify == VerifySizes && isCommit(info.SHA) {
+		if result, ok := p.cached(ctx, info.SHA, "checking every file"); ok {
+			if err := p.writeRefs(info.SHA); err != nil {
+				return nil, err
+			}
+			return result, nil
+		}
 	}
 	return p.download(ctx, info)
 }
@@ -179,6 +187,12 @@ func newPopulator(opts Options) (*populator, error) {
 	}
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("%w options: no cache directory", ErrInvalid)
+	}
+	if opts.Verify == "" {
+		opts.Verify = VerifySizes
+	}
+	if _, err := ParseVerify(string(opts.Verify)); err != nil {
+		return nil, err
 	}
 	endpoint, err := normalEndpoint(opts.Endpoint)
 	if err != nil {
@@ -215,9 +229,10 @@ func newPopulator(opts Options) (*populator, error) {
 			client:   opts.Client,
 			retry:    retrier{maxAttempts: opts.MaxAttempts, backoff: opts.Backoff, sleep: opts.Sleep, log: opts.Log},
 		},
-		sleep: opts.Sleep,
-		idle:  opts.IdleTimeout,
-		log:   opts.Log,
+		sleep:  opts.Sleep,
+		idle:   opts.IdleTimeout,
+		verify: opts.Verify,
+		log:    opts.Log,
 	}, nil
 }
 
@@ -268,14 +283,8 @@ func (p *populator) download(ctx context.Context, info *revisionInfo) (*Result, 
 		}
 		records = append(records, record)
 	}
-	// TEI's hf-hub looks a file up through refs/<revision> only (hf-hub
-	// src/lib.rs, CacheRepo::get), also when the revision is a commit: write
-	// the ref of the revision asked for and of the commit it resolved to, so
-	// TEI finds the snapshot started on either.
-	for _, ref := range []string{p.revision, commit} {
-		if err := p.cache.writeRef(ref, commit); err != nil {
-			return nil, err
-		}
+	if err := p.writeRefs(commit); err != nil {
+		return nil, err
 	}
 	m := manifest{
 		Version: manifestVersion, Model: p.model, Commit: commit, Selection: p.selection,
@@ -288,6 +297,19 @@ func (p *populator) download(ctx context.Context, info *revisionInfo) (*Result, 
 	p.log.Info("populated the cache", "model", p.model, "commit", commit, "contentDigest", result.ContentDigest,
 		"files", result.Files, "bytes", result.Bytes, "repositoryBytes", result.RepositoryBytes, "downloadedBytes", p.downloaded)
 	return result, nil
+}
+
+// writeRefs records the commit as the ref of the revision asked for and of
+// the commit itself. TEI's hf-hub looks a file up through refs/<revision>
+// only (hf-hub src/lib.rs, CacheRepo::get), also when the revision is a
+// commit, so TEI finds the snapshot started on either.
+func (p *populator) writeRefs(commit string) error {
+	for _, ref := range []string{p.revision, commit} {
+		if err := p.cache.writeRef(ref, commit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // wanted names the listed files to cache: every one without an image, else
@@ -321,46 +343,7 @@ func (p *populator) offline(ctx context.Context, hubErr error) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w; and the cache cannot stand in: %w", hubErr, err)
 	}
-	p.log.Info("snapshot verified from the cache", "model", p.model, "revision", p.revision, "commit", commit)
+	p.log.Info("snapshot checked in the cache", "model", p.model, "revision", p.revision, "commit", commit,
+		"verify", string(p.verify), "files", result.Files, "bytes", result.Bytes)
 	return result, nil
-}
-
-// fromCache verifies a commit's snapshot against its manifest: every link in
-// place and every blob of the recorded size and sha256.
-func (p *populator) fromCache(ctx context.Context, commit string) (*Result, error) {
-	m, ok, err := p.cache.readManifest(commit)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("commit %s: %w", commit, errNoSnapshot)
-	}
-	// A manifest without a selection is of a run that cached every file.
-	if m.Selection != "" && m.Selection != p.selection {
-		return nil, fmt.Errorf("commit %s holds the files of %s, not of %s: %w", commit, m.Selection, p.selection, errNoSnapshot)
-	}
-	for _, f := range m.Files {
-		link := p.cache.snapshotPath(commit, f.Name)
-		if target, err := os.Readlink(link); err != nil || target != linkTarget(f.Name, f.Blob) {
-			return nil, fmt.Errorf("%w: %s does not link to blob %s", ErrCorrupt, link, f.Blob)
-		}
-		if _, err := p.verifyBlob(ctx, f.Name, p.cache.blobPath(f.Blob), expectation{size: f.Size, sha256: f.SHA256}); err != nil {
-			return nil, err
-		}
-	}
-	if digest := digestOf(m.Files); digest != m.ContentDigest {
-		return nil, fmt.Errorf("%w: %s records content digest %s, its files give %s", ErrCorrupt, p.cache.manifestPath(commit), m.ContentDigest, digest)
-	}
-	return resultOf(*m), nil
-}
-
-// resultOf is what a complete snapshot holds.
-func resultOf(m manifest) *Result {
-	result := &Result{ResolvedCommit: m.Commit, ContentDigest: digestOf(m.Files), Files: len(m.Files), RepositoryBytes: m.RepositoryBytes}
-	for _, r := range m.Files {
-		result.Bytes += r.Size
-		result.Names = append(result.Names, r.Name)
-	}
-	slices.Sort(result.Names)
-	return result
 }

@@ -46,7 +46,11 @@ func newPopulateCommand() *cobra.Command {
 			"hashes every file again and downloads again any that does not match. A missing or damaged\n" +
 			"manifest, or a file of the wrong size, leads to the full check. An interrupted download resumes;\n" +
 			"when the hub is unreachable a complete cache still succeeds.\n\n" +
-			"The hub is $" + populate.EnvEndpoint + " (default " + populate.DefaultEndpoint + ") and its token $" + populate.EnvToken + ".\n\n" +
+			"The hub is $" + populate.EnvEndpoint + " (default " + populate.DefaultEndpoint + ") and its token $" + populate.EnvToken + ";\n" +
+			"$" + populate.EnvDownloadTimeout + " and $" + populate.EnvETagTimeout + " (whole seconds) bound a download's waits and a\n" +
+			"metadata request, as in huggingface_hub. The proxy is $HTTPS_PROXY, $HTTP_PROXY and $NO_PROXY (or\n" +
+			"their lowercase forms), and the certificate authorities the system's, replaced by the bundle in\n" +
+			"$SSL_CERT_FILE and the directories in $SSL_CERT_DIR when they are set.\n\n" +
 			"It prints the resolved commit, the content digest, and the number of files and bytes, and writes\n" +
 			"the same JSON to --termination-log (or {\"error\": ...} on failure). Progress goes to standard error.",
 		Args: cobra.NoArgs,
@@ -94,23 +98,20 @@ func runPopulate(ctx context.Context, stdout, stderr io.Writer, getenv func(stri
 	return printStructured(stdout, opts.output, result)
 }
 
-// populateWith runs populate with the flags and the hub's settings.
+// populateWith runs populate with the flags and the environment's options.
 func populateWith(ctx context.Context, stderr io.Writer, getenv func(string) string, opts populateOptions) (*populate.Result, error) {
 	verify, err := populate.ParseVerify(opts.verify)
 	if err != nil {
 		return nil, usageErrorf("--verify: %w", err)
 	}
-	return populate.Run(ctx, populate.Options{
-		Model:       opts.model,
-		Revision:    opts.revision,
-		Dir:         opts.dir,
-		Image:       opts.image,
-		AllBackends: opts.allBackends,
-		Verify:      verify,
-		Endpoint:    getenv(populate.EnvEndpoint),
-		Token:       getenv(populate.EnvToken),
-		Log:         slog.New(slog.NewTextHandler(stderr, nil)),
-	})
+	options, err := populate.EnvOptions(getenv)
+	if err != nil {
+		return nil, err
+	}
+	options.Model, options.Revision, options.Dir = opts.model, opts.revision, opts.dir
+	options.Image, options.AllBackends, options.Verify = opts.image, opts.allBackends, verify
+	options.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	return populate.Run(ctx, options)
 }
 
 // resultMessage encodes the result for the termination log, without the

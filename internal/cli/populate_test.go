@@ -232,3 +232,19 @@ func TestPopulateWithAllBackendsIgnoresTheImage(t *testing.T) {
 		})
 	}
 }
+
+func TestPopulateRecordsABadEnvironmentInTheTerminationLog(t *testing.T) {
+	g := NewWithT(t)
+	hub, _, _ := standInHub(t)
+	t.Setenv(populate.EnvDownloadTimeout, "10s")
+	terminationLog := filepath.Join(t.TempDir(), "termination-log")
+
+	_, _, err := runCLI("", "populate", "--model", "org/m", "--dir", t.TempDir(), "--termination-log", terminationLog)
+
+	g.Expect(err).To(MatchError(populate.ErrInvalid))
+	g.Expect(err).To(MatchError(ContainSubstring(`HF_HUB_DOWNLOAD_TIMEOUT="10s": want whole seconds`)))
+	logged, readErr := os.ReadFile(terminationLog)
+	g.Expect(readErr).NotTo(HaveOccurred())
+	g.Expect(string(logged)).To(ContainSubstring("HF_HUB_DOWNLOAD_TIMEOUT"))
+	g.Expect(hub.Requests()).To(BeEmpty())
+}

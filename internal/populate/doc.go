@@ -101,6 +101,17 @@
 // manifest. A refusal (401, 403) or a 404 from the hub is final and never
 // answered from the cache.
 //
+// # Network
+//
+// The default client takes the settings TEI's HTTP client takes from the
+// environment: the proxy from HTTPS_PROXY, HTTP_PROXY and NO_PROXY or their
+// lowercase forms (http.ProxyFromEnvironment), and the certificate
+// authorities from the system roots, which SSL_CERT_FILE (a bundle, in place
+// of the system's) and SSL_CERT_DIR replace when set (crypto/x509's
+// root_unix.go). EnvOptions reads the hub's settings as huggingface_hub
+// does: HF_ENDPOINT, HF_TOKEN, and HF_HUB_DOWNLOAD_TIMEOUT and
+// HF_HUB_ETAG_TIMEOUT in whole seconds.
+//
 // # Content digest, version 1
 //
 // The content digest is "sha256:" followed by the lowercase hex SHA-256 of an

@@ -30,7 +30,10 @@ type hub struct {
 	endpoint string
 	token    string
 	client   *http.Client
-	retry    retrier
+	// metadataTimeout bounds each HEAD request for a file's metadata; 0
+	// leaves the client's own timeouts.
+	metadataTimeout time.Duration
+	retry           retrier
 }
 
 // revisionInfo is the hub's answer to GET /api/models/{model}/revision/{rev}?blobs=true.

@@ -31,7 +31,7 @@ func (h *hub) metadata(ctx context.Context, model, commit, name string) (remoteF
 	var header http.Header
 	var status int
 	err := h.retry.run(ctx, "asking for the metadata of "+name, func(ctx context.Context) (bool, error) {
-		resp, err := h.head(ctx, target)
+		resp, err := h.headWithin(ctx, target)
 		if err != nil {
 			return false, err
 		}
@@ -81,6 +81,23 @@ func fileFromHeaders(name, commit string, header http.Header, status int) (remot
 // huggingface_hub's _normalize_etag does, and lowercases it.
 func normalETag(etag string) string {
 	return strings.ToLower(strings.Trim(strings.TrimPrefix(strings.TrimSpace(etag), "W/"), `"`))
+}
+
+// headWithin is head bounded by the metadata timeout, as huggingface_hub
+// bounds get_hf_file_metadata's HEAD by HF_HUB_ETAG_TIMEOUT
+// (src/huggingface_hub/file_download.py). A HEAD that times out is
+// transient, so it is retried.
+func (h *hub) headWithin(ctx context.Context, target string) (*http.Response, error) {
+	if h.metadataTimeout <= 0 {
+		return h.head(ctx, target)
+	}
+	attempt, cancel := context.WithTimeout(ctx, h.metadataTimeout)
+	defer cancel()
+	resp, err := h.head(attempt, target)
+	if err != nil && ctx.Err() == nil && attempt.Err() != nil {
+		return nil, transient(fmt.Errorf("no answer within %s: %w", h.metadataTimeout, err))
+	}
+	return resp, err
 }
 
 // head sends an authorized HEAD that follows relative redirects only, and

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -103,4 +104,28 @@ func TestRunRefusesAnOversizedRetryAfter(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("HTTP 429")))
 	g.Expect(err).To(MatchError(ContainSubstring("retry after 86400s, longer than the 5m0s populate waits")))
 	g.Expect(s.recorded()).To(BeEmpty(), "no day-long wait")
+}
+
+func TestRunRetriesAMetadataRequestThatTimesOut(t *testing.T) {
+	g := NewWithT(t)
+	hub, commit := newHub(t)
+	hub.ListNamesOnly()
+	hub.StallNext("/"+testModel+"/resolve/", 1)
+	dir := t.TempDir()
+	s := &sleeper{}
+	opts := options(t, hub, dir, s)
+	opts.MetadataTimeout = time.Second
+	var lines logLines
+	opts.Log = lines.logger()
+	// Should the timeout not apply, the stalled request ends with this context.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	result, err := populate.Run(ctx, opts)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.ContentDigest).To(Equal(digestOf(modelFiles())))
+	expectCached(g, dir, commit, modelFiles())
+	g.Expect(s.recorded()).NotTo(BeEmpty(), "the stalled HEAD was retried")
+	g.Expect(lines.String()).To(ContainSubstring("no answer within 1s"))
 }

@@ -17,10 +17,6 @@ const (
 	DefaultEndpoint = "https://huggingface.co"
 	// DefaultRevision is the revision downloaded when none is given.
 	DefaultRevision = "main"
-	// EnvEndpoint names the variable that overrides the hub endpoint.
-	EnvEndpoint = "HF_ENDPOINT"
-	// EnvToken names the variable that holds the hub token.
-	EnvToken = "HF_TOKEN"
 	// DefaultIdleTimeout is how long a download may receive nothing before it is retried.
 	DefaultIdleTimeout = 2 * time.Minute
 )
@@ -41,8 +37,10 @@ type Options struct {
 	Endpoint string
 	// Token is sent as a bearer token when not empty. It is never logged.
 	Token string
-	// Client sends the requests; by default one that follows redirects and
-	// times out on a hub that does not answer.
+	// Client sends the requests; by default one that follows redirects,
+	// times out on a hub that does not answer, and takes its proxy and
+	// certificate authorities from the process environment as TEI does
+	// (see the package documentation, Network).
 	Client *http.Client
 	// MaxAttempts bounds the attempts of each request that fails transiently;
 	// DefaultMaxAttempts if zero.
@@ -54,8 +52,13 @@ type Options struct {
 	// lock; SleepContext by default. Tests pass one that does not sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// IdleTimeout ends a download that receives nothing for that long, so it
-	// is retried; DefaultIdleTimeout if zero.
+	// is retried; the default client also waits that long at most for the
+	// hub's answer to begin. DefaultIdleTimeout if zero.
 	IdleTimeout time.Duration
+	// MetadataTimeout bounds each HEAD request that asks the hub for a
+	// file's metadata (a hub mirror's listing gives names only); a request
+	// that times out is retried. Zero leaves only the client's own timeouts.
+	MetadataTimeout time.Duration
 	// Image is the TEI image that reads the cache: only the files it reads
 	// are downloaded (see BackendsOf). Empty means every file of the commit.
 	Image string
@@ -198,9 +201,6 @@ func newPopulator(opts Options) (*populator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Client == nil {
-		opts.Client = defaultClient()
-	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
@@ -213,6 +213,9 @@ func newPopulator(opts Options) (*populator, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
+	if opts.Client == nil {
+		opts.Client = defaultClient(opts.IdleTimeout)
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -224,10 +227,11 @@ func newPopulator(opts Options) (*populator, error) {
 		revision:  opts.Revision,
 		cache:     newCacheRepo(opts.Dir, opts.Model),
 		hub: hub{
-			endpoint: endpoint,
-			token:    opts.Token,
-			client:   opts.Client,
-			retry:    retrier{maxAttempts: opts.MaxAttempts, backoff: opts.Backoff, sleep: opts.Sleep, log: opts.Log},
+			endpoint:        endpoint,
+			token:           opts.Token,
+			client:          opts.Client,
+			metadataTimeout: max(opts.MetadataTimeout, 0),
+			retry:           retrier{maxAttempts: opts.MaxAttempts, backoff: opts.Backoff, sleep: opts.Sleep, log: opts.Log},
 		},
 		sleep:  opts.Sleep,
 		idle:   opts.IdleTimeout,
@@ -248,11 +252,20 @@ func normalEndpoint(endpoint string) (string, error) {
 	return strings.TrimRight(endpoint, "/"), nil
 }
 
-// defaultClient follows redirects (the hub sends LFS files from a CDN) and
-// gives up on a hub that accepts a connection but never answers.
-func defaultClient() *http.Client {
+// defaultClient follows redirects (the hub sends LFS files from a CDN),
+// gives up on a hub that accepts a connection but does not answer within
+// headerTimeout, and takes its network settings from the process
+// environment, as TEI's HTTP client does: the proxy from HTTP_PROXY,
+// HTTPS_PROXY and NO_PROXY or their lowercase forms
+// (http.ProxyFromEnvironment), and the certificate authorities from the
+// system roots, which on Linux are read from SSL_CERT_FILE and SSL_CERT_DIR
+// when they are set (crypto/x509/root_unix.go). Both are read once per
+// process.
+func defaultClient(headerTimeout time.Duration) *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.ResponseHeaderTimeout = DefaultIdleTimeout
+	transport.Proxy = http.ProxyFromEnvironment
+	transport.TLSClientConfig = nil // the system roots
+	transport.ResponseHeaderTimeout = headerTimeout
 	return &http.Client{Transport: transport}
 }
 

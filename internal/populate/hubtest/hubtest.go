@@ -22,18 +22,22 @@
 //     model is a 401 to an anonymous request and a 404 to one with a token, as
 //     on the public hub, which hides whether private models exist.
 //
-// Only "org/name" model ids are served. Faults (failures, corrupted or cut-off
-// bodies, stripped ETags, raw listings) are injected per path prefix or per
-// file name.
+// Only "org/name" model ids are served. Faults (failures, stalls, corrupted or
+// cut-off bodies, stripped ETags, raw listings) are injected per path prefix
+// or per file name. NewTLS serves the same hub over HTTPS, with a
+// certificate from a certificate authority of its own.
 package hubtest
 
 import (
 	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -69,9 +73,14 @@ type Request struct {
 type Hub struct {
 	// URL is the hub's base URL, for HF_ENDPOINT.
 	URL string
+	// CA is, for a hub started with NewTLS, the PEM certificate of the
+	// authority that signed its certificate: a CA bundle for SSL_CERT_FILE.
+	CA []byte
 
 	server *httptest.Server
 	cdnURL string
+	done   chan struct{}
+	closed sync.Once
 
 	mu             sync.Mutex
 	models         map[string]*model
@@ -84,6 +93,7 @@ type Hub struct {
 	listings       map[string][]map[string]any
 	requests       []Request
 	failures       []failure
+	stalls         []failure
 	corrupt        map[string]bool
 	truncate       map[string]int
 }
@@ -104,23 +114,57 @@ type failure struct {
 
 // New starts a hub with no models; it stops when the test ends.
 func New(t testing.TB) *Hub {
-	h := &Hub{
+	h := newHub()
+	h.server = httptest.NewServer(h)
+	h.start(t)
+	return h
+}
+
+// NewTLS starts a hub with no models that serves HTTPS only, with a
+// certificate for 127.0.0.1, localhost (its CDN's host) and names (under
+// which a test's proxy serves it), signed by an authority made for it,
+// whose certificate is h.CA; it stops when the test ends.
+func NewTLS(t testing.TB, names ...string) *Hub {
+	h := newHub()
+	ca, leaf, err := newCertificates(names)
+	if err != nil {
+		t.Fatalf("making the hub's certificates: %v", err)
+	}
+	h.CA = ca
+	h.server = httptest.NewUnstartedServer(h)
+	h.server.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
+	// A client that does not trust the authority is what tests look for.
+	h.server.Config.ErrorLog = log.New(io.Discard, "", 0)
+	h.server.StartTLS()
+	h.start(t)
+	return h
+}
+
+func newHub() *Hub {
+	return &Hub{
+		done:     make(chan struct{}),
 		models:   map[string]*model{},
 		blobs:    map[string][]byte{},
 		corrupt:  map[string]bool{},
 		truncate: map[string]int{},
 		listings: map[string][]map[string]any{},
 	}
-	h.server = httptest.NewServer(h)
+}
+
+// start records the started server's URL and stops it when the test ends.
+func (h *Hub) start(t testing.TB) {
 	h.URL = h.server.URL
 	// The same server under another host name plays the CDN.
 	h.cdnURL = strings.Replace(h.URL, "127.0.0.1", "localhost", 1)
-	t.Cleanup(h.server.Close)
-	return h
+	t.Cleanup(h.Close)
 }
 
-// Close stops the hub: later requests fail to connect.
-func (h *Hub) Close() { h.server.Close() }
+// Close stops the hub: stalled requests end and later requests fail to
+// connect.
+func (h *Hub) Close() {
+	h.closed.Do(func() { close(h.done) })
+	h.server.Close()
+}
 
 // AddCommit adds a commit of files to a model (created if new), points branch
 // at it, and returns its id.
@@ -206,6 +250,14 @@ func (h *Hub) FailNext(prefix string, status, times int) {
 	h.failures = append(h.failures, failure{prefix: prefix, status: status, times: times})
 }
 
+// StallNext leaves the next times requests whose path starts with prefix
+// unanswered until the client gives up on them or the hub closes.
+func (h *Hub) StallNext(prefix string, times int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stalls = append(h.stalls, failure{prefix: prefix, times: times})
+}
+
 // Corrupt makes the hub serve the file named name with one byte flipped.
 func (h *Hub) Corrupt(name string) {
 	h.mu.Lock()
@@ -245,7 +297,7 @@ func BlobID(data []byte) string {
 // ServeHTTP routes a request as the public hub does.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.record(r)
-	if h.injectedFailure(w, r) {
+	if h.stalled(r) || h.injectedFailure(w, r) {
 		return
 	}
 	segments, err := unescapedSegments(r.URL.EscapedPath())
@@ -270,6 +322,28 @@ func (h *Hub) record(r *http.Request) {
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
 		Range: r.Header.Get("Range"), Authorization: r.Header.Get("Authorization"),
 	})
+}
+
+// stalled holds a request StallNext queued a stall for, if one matches,
+// until its client gives up or the hub closes, and reports whether it did.
+func (h *Hub) stalled(r *http.Request) bool {
+	h.mu.Lock()
+	matched := false
+	for i := range h.stalls {
+		if s := &h.stalls[i]; s.times > 0 && strings.HasPrefix(r.URL.Path, s.prefix) {
+			s.times--
+			matched = true
+			break
+		}
+	}
+	h.mu.Unlock()
+	if matched {
+		select {
+		case <-r.Context().Done():
+		case <-h.done:
+		}
+	}
+	return matched
 }
 
 // injectedFailure answers with a failure queued by FailNext, if one matches.

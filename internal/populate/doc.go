@@ -32,10 +32,10 @@
 //
 // Only the files TEI reads (Options.Image; every file without an image;
 // what any backend reads with Options.AllBackends, for a Shared cache that
-// servers running different images read). TEI's router reads config.json, tokenizer.json, 1_Pooling/config.json, the
-// first Sentence Transformers configuration of ST_CONFIG_NAMES and
-// config_sentence_transformers.json (TEI router/src/lib.rs,
-// core/src/download.rs). Its backends (backends/src/lib.rs) add their
+// servers running different images read). TEI's router reads config.json,
+// tokenizer.json, 1_Pooling/config.json, the first Sentence Transformers
+// configuration of ST_CONFIG_NAMES and config_sentence_transformers.json
+// (TEI router/src/lib.rs, core/src/download.rs). Its backends (backends/src/lib.rs) add their
 // weights, tried in order until one starts: ORT the listed "model.onnx*"
 // and "onnx/model.onnx*" files, and tokenizer_config.json even when there
 // are none; candle and python model.safetensors, else the index and the
@@ -61,7 +61,8 @@
 // (the default) checks that each file links to its blob and that the blob
 // has the size the manifest records, and reads no content: a pod's start
 // takes the same time whatever the model's size, and returns the result of
-// the run that wrote the manifest. VerifyFull hashes every blob again. A
+// the run that wrote the manifest, after writing the refs again if they
+// were lost. VerifyFull hashes every blob again. A
 // manifest that cannot be read, does not match its own records or is of
 // other files, and a file that fails the check, lead to the path of a first
 // download: every blob in place is hashed again, and replaced if damaged.

@@ -169,9 +169,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// here, by size, before any file is read. A full check is download's.
 	if !isCommit(p.revision) && p.verify == VerifySizes && isCommit(info.SHA) {
 		if result, ok := p.cached(ctx, info.SHA, "checking every file"); ok {
-			if err := p.writeRefs(info.SHA); err != nil {
-				return nil, err
-			}
 			return result, nil
 		}
 	}
@@ -353,6 +350,9 @@ func (p *populator) offline(ctx context.Context, hubErr error) (*Result, error) 
 		commit = ref
 	}
 	result, err := p.fromCache(ctx, commit)
+	if err == nil {
+		err = p.writeRefs(commit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w; and the cache cannot stand in: %w", hubErr, err)
 	}

@@ -34,11 +34,14 @@ func ParseVerify(s string) (Verify, error) {
 }
 
 // cached returns what a commit's snapshot in the cache holds when it passes
-// the check p.verify names. When it does not, cached logs why and that the
-// run goes on with next, unless the cache simply holds no snapshot of the
-// commit.
+// the check p.verify names, and records the refs TEI finds it by. When it
+// does not, cached logs why and that the run goes on with next, unless the
+// cache simply holds no snapshot of the commit.
 func (p *populator) cached(ctx context.Context, commit, next string) (*Result, bool) {
 	result, err := p.fromCache(ctx, commit)
+	if err == nil {
+		err = p.writeRefs(commit)
+	}
 	if err != nil {
 		if !errors.Is(err, errNoSnapshot) {
 			p.log.Warn("the cached snapshot is unusable; "+next, "commit", commit, "verify", string(p.verify), "error", err.Error())

@@ -187,3 +187,45 @@ func completeCache(b *testing.B, size int) populate.Options {
 	hub.Close()
 	return opts
 }
+
+func TestRunFromACompleteCacheRestoresItsRefs(t *testing.T) {
+	cases := []struct {
+		name    string
+		branch  bool
+		offline bool
+		removed func(commit string) []string
+	}{
+		{"branch", true, false, func(commit string) []string { return []string{"main", commit} }},
+		{"commit", false, false, func(commit string) []string { return []string{commit} }},
+		{"branch, without the hub", true, true, func(commit string) []string { return []string{commit} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			hub, commit := newHub(t)
+			dir := t.TempDir()
+			opts := options(t, hub, dir, &sleeper{})
+			if !tc.branch {
+				opts.Revision = commit
+			}
+			_, err := populate.Run(context.Background(), opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, ref := range tc.removed(commit) {
+				g.Expect(os.Remove(filepath.Join(repoDir(dir), "refs", ref))).To(Succeed())
+			}
+			if tc.offline {
+				hub.Close()
+			}
+			downloads := len(requestsTo(hub, "/resolve/"))
+
+			_, err = populate.Run(context.Background(), opts)
+
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(requestsTo(hub, "/resolve/")).To(HaveLen(downloads), "checked by size, not downloaded")
+			for _, revision := range []string{opts.Revision, commit} {
+				_, ok := hfHubGet(dir, revision, "config.json")
+				g.Expect(ok).To(BeTrue(), "TEI started on --revision=%s finds the snapshot", revision)
+			}
+		})
+	}
+}

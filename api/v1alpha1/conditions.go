@@ -48,6 +48,9 @@ const (
 	ConfigurationInvalidReason = "ConfigurationInvalid"
 	// SecretNotFoundReason: the token Secret or its key does not exist.
 	SecretNotFoundReason = "SecretNotFound"
+	// CABundleNotFoundReason: the CA bundle's ConfigMap or Secret, or its
+	// key, does not exist.
+	CABundleNotFoundReason = "CABundleNotFound"
 	// ValidReason: the spec is valid and its references resolve.
 	ValidReason = "Valid"
 	// InvalidReason: the spec is invalid.

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,6 +21,8 @@ const DefaultImage = "ghcr.io/huggingface/text-embeddings-inference:cpu-1.9"
 // EmbeddingServerSpec is the desired state of a TEI server.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.model.tokenSecretRef) || !has(self.env) || !self.env.exists(e, e.name == 'HF_TOKEN' || e.name == 'HF_API_TOKEN')",message="env must not set HF_TOKEN or HF_API_TOKEN when model.tokenSecretRef is set: the token comes from the Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.model.tokenSecretRef) || !has(self.args) || !self.args.exists(a, a.startsWith('--hf-token') || a.startsWith('--hf-api-token'))",message="args must not set --hf-token or --hf-api-token when model.tokenSecretRef is set: TEI refuses a second token (router/src/main.rs, conflicts_with)"
+// +kubebuilder:validation:XValidation:rule="!has(self.model.caBundleRef) || !has(self.env) || !self.env.exists(e, e.name == 'SSL_CERT_FILE')",message="env must not set SSL_CERT_FILE when model.caBundleRef is set: it names the mounted bundle"
 type EmbeddingServerSpec struct {
 	// Model is the HuggingFace model the server loads.
 	Model ModelSpec `json:"model"`
@@ -55,18 +59,22 @@ type EmbeddingServerSpec struct {
 	// must not be repeated here.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.startsWith('--model-id') && !a.startsWith('--revision') && !a.startsWith('--port') && !a.startsWith('--hostname'))",message="args must not set --model-id, --revision, --port or --hostname: use spec.model and spec.port"
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !a.startsWith('--model-id') && !a.startsWith('--revision') && !a.startsWith('--port') && !a.startsWith('--hostname') && !a.startsWith('-p'))",message="args must not set --model-id, --revision, --port (-p) or --hostname: use spec.model and spec.port"
 	// +optional
 	Args []string `json:"args,omitempty"`
 
 	// Env are extra environment variables of the TEI container;
-	// valueFrom.secretKeyRef works. At most 128 variables, names of at most
+	// valueFrom.secretKeyRef works. HF_ENDPOINT, HF_HUB_* and the proxy
+	// variables reach the downloader too. A proxy variable that is not a URL
+	// (or host:port) stalls the server as ConfigurationInvalid: a CEL check
+	// of every value would exceed the API server's cost budget. At most 128 variables, names of at most
 	// 256 characters and values of at most 32768 (larger data belongs in a
 	// ConfigMap or Secret).
 	// +kubebuilder:validation:MaxItems=128
 	// +kubebuilder:validation:XValidation:rule="self.all(e, e.name.size() <= 256)",message="env names must be at most 256 characters"
 	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.value) || e.value.size() <= 32768)",message="env values must be at most 32768 characters: put larger data in a ConfigMap or Secret"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.name == 'HUGGINGFACE_HUB_CACHE' || e.name == 'HF_HUB_CACHE' || e.name == 'HF_HOME')",message="env must not set HUGGINGFACE_HUB_CACHE, HF_HUB_CACHE or HF_HOME: the cache location is managed by spec.cache"
+	// +kubebuilder:validation:XValidation:rule="!(self.exists(e, e.name == 'HF_TOKEN') && self.exists(e, e.name == 'HF_API_TOKEN'))",message="env must not set both HF_TOKEN and HF_API_TOKEN: TEI refuses the pair and exits (router/src/main.rs, conflicts_with); set HF_TOKEN, or better spec.model.tokenSecretRef"
 	// +listType=map
 	// +listMapKey=name
 	// +optional
@@ -130,6 +138,31 @@ type EmbeddingServerSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// ProgressDeadline is how long the server's pods may wait in a state the
+	// status diagnoses (Unschedulable while a node is added, ErrImagePull or
+	// ImagePullBackOff, CrashLoopBackOff, OOMKilled,
+	// CreateContainerConfigError, EndpointUnavailable) before the server is
+	// Stalled, as a Deployment's progressDeadlineSeconds: the Deployment
+	// controller times a rollout out when its last progress is older than
+	// the deadline (kubernetes pkg/controller/deployment/progress.go
+	// syncRolloutStatus, util/deployment_util.go DeploymentProgressing and
+	// DeploymentTimedOut), and kstatus reads a Deployment as Failed only
+	// then (pkg/kstatus/status/core.go, deploymentConditions). Until the
+	// deadline the server is Reconciling=True with the pods' reason on
+	// Ready=False, which Flux and Argo CD read as in progress; after it,
+	// Stalled=True with that reason and a Warning event, until the server
+	// progresses again. The deadline runs from the last progress: a new
+	// generation, more ready or updated replicas, or the server leaving
+	// Ready. Unlike a Deployment, which stops timing once a rollout
+	// completed, a server that loses a pod later starts a new wait. At most
+	// 8760h (365 days).
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('8760h')",message="progressDeadline must be a duration greater than zero and at most 8760h, such as 10m or 1h30m"
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 
 	// Suspend stops reconciliation; running children are left as they are.
 	// +optional
@@ -261,8 +294,43 @@ type ModelSpec struct {
 	Revision string `json:"revision,omitempty"`
 
 	// TokenSecretRef selects the key of a Secret holding a HuggingFace token.
+	// TEI gets it as HF_TOKEN only (router/src/main.rs refuses HF_TOKEN
+	// together with the deprecated HF_API_TOKEN), and so does the downloader.
 	// +optional
 	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
+
+	// CABundleRef selects a PEM bundle of certificate authorities, for a hub
+	// mirror or an HTTPS proxy signed by a private CA. It is mounted read-only
+	// into TEI and the downloader, and SSL_CERT_FILE names it: OpenSSL,
+	// which TEI's HTTP client uses on Linux, and Go read that variable. The
+	// bundle replaces the image's default CA file, so it must hold every CA
+	// the downloads need. A bundle that does not exist stalls the server.
+	// +optional
+	CABundleRef *CABundleRef `json:"caBundleRef,omitempty"`
+}
+
+// CABundleRef selects one key of a ConfigMap or Secret in the object's
+// namespace.
+type CABundleRef struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	// +kubebuilder:default=ConfigMap
+	// +optional
+	Kind string `json:"kind,omitempty"`
+
+	// Name of the ConfigMap or Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key holding the PEM bundle.
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // SecretKeyRef selects one key of a Secret in the object's namespace.
@@ -384,6 +452,38 @@ type EmbeddingServerStatus struct {
 	// Inventory lists the children applied for this server.
 	// +optional
 	Inventory *ResourceInventory `json:"inventory,omitempty"`
+
+	// Progress is the last progress of a server that is not Ready, the
+	// start of spec.progressDeadline; it is removed once the server is
+	// Ready. A Deployment keeps this moment in its Progressing condition's
+	// lastUpdateTime, which metav1.Condition lacks; no condition's
+	// lastTransitionTime can stand in for it, since progress (one more
+	// ready replica) changes no condition's status. Kept in the status, so
+	// a restarted controller measures from the same moment.
+	// +optional
+	Progress *ServerProgress `json:"progress,omitempty"`
+}
+
+// ServerProgress is when a server last progressed, and the counts it
+// progressed to, so that growth can be told.
+type ServerProgress struct {
+	// LastProgressTime is when the server last progressed: it left Ready,
+	// a new generation was seen, or its StatefulSet had more ready or
+	// updated replicas than last seen.
+	LastProgressTime metav1.Time `json:"lastProgressTime"`
+
+	// Generation is the server generation last seen.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// ReadyReplicas is the StatefulSet's ready replicas last seen.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// UpdatedReplicas is the StatefulSet's replicas at its update revision
+	// last seen.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 }
 
 // ServerPhase is a one-word summary of a server's state.
@@ -512,6 +612,19 @@ func (in *EmbeddingServer) GetReplicas() int32 {
 		return 1
 	}
 	return *in.Spec.Replicas
+}
+
+// DefaultProgressDeadline is spec.progressDeadline's default, a
+// Deployment's progressDeadlineSeconds default (600).
+const DefaultProgressDeadline = 10 * time.Minute
+
+// GetProgressDeadline returns spec.progressDeadline, DefaultProgressDeadline
+// when unset.
+func (in *EmbeddingServer) GetProgressDeadline() time.Duration {
+	if in.Spec.ProgressDeadline == nil {
+		return DefaultProgressDeadline
+	}
+	return in.Spec.ProgressDeadline.Duration
 }
 
 // EmbeddingServerList is a list of EmbeddingServers.

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,9 +51,15 @@ func TestEmbeddingServerRefusesInvalidSpecs(t *testing.T) {
 		{"zero cache size", "s", model + "cache:\n  size: \"0\"\n", "cache.size must be greater than zero"},
 		{"cache size not a quantity", "s", model + "cache:\n  size: lots\n", "spec.cache.size"},
 		{"lifetime in days", "s", model + "cache:\n  retainFor: 1d\n", "spec.cache.retainFor in body should match"},
-		{"model id in args", "s", model + "args: [\"--model-id=other\"]\n", "args must not set --model-id, --revision, --port or --hostname"},
+		{"model id in args", "s", model + "args: [\"--model-id=other\"]\n", "args must not set --model-id, --revision, --port (-p) or --hostname"},
 		{"cache location in env", "s", model + "env:\n- name: HUGGINGFACE_HUB_CACHE\n  value: /tmp\n", "env must not set HUGGINGFACE_HUB_CACHE"},
 		{"token in env and secret ref", "s", "model:\n  name: a/b\n  tokenSecretRef: {name: hf, key: token}\nenv:\n- name: HF_TOKEN\n  value: x\n", "env must not set HF_TOKEN or HF_API_TOKEN when model.tokenSecretRef is set"},
+		{"both token variables in env", "s", model + "env:\n- name: HF_TOKEN\n  value: a\n- name: HF_API_TOKEN\n  value: b\n", "env must not set both HF_TOKEN and HF_API_TOKEN"},
+		{"token flag and secret ref", "s", "model:\n  name: a/b\n  tokenSecretRef: {name: hf, key: token}\nargs: [\"--hf-api-token=x\"]\n", "args must not set --hf-token or --hf-api-token when model.tokenSecretRef is set"},
+		{"short port flag in args", "s", model + "args: [\"-p\", \"80\"]\n", "args must not set --model-id, --revision, --port (-p) or --hostname"},
+		{"CA bundle of an unknown kind", "s", "model:\n  name: a/b\n  caBundleRef: {kind: Volume, name: ca}\n", `spec.model.caBundleRef.kind: Unsupported value: "Volume"`},
+		{"CA bundle without a name", "s", "model:\n  name: a/b\n  caBundleRef: {kind: Secret}\n", "spec.model.caBundleRef.name: Required value"},
+		{"CA bundle and SSL_CERT_FILE", "s", "model:\n  name: a/b\n  caBundleRef: {name: ca}\nenv:\n- name: SSL_CERT_FILE\n  value: /x\n", "env must not set SSL_CERT_FILE when model.caBundleRef is set"},
 		{"duplicate env names", "s", model + "env:\n- name: A\n  value: x\n- name: A\n  value: y\n", `spec.env[1]: Duplicate value`},
 		{"unknown pull policy", "s", model + "imagePullPolicy: Sometimes\n", `spec.imagePullPolicy: Unsupported value: "Sometimes"`},
 		{"image with spaces", "s", model + "image: \"my image\"\n", "spec.image in body should match"},
@@ -66,6 +73,20 @@ func TestEmbeddingServerRefusesInvalidSpecs(t *testing.T) {
 			err := env.Client.Create(t.Context(), serverManifest(t, namespace, tc.objectName, tc.spec))
 			g.Expect(err).To(HaveOccurred(), "the API server accepted an invalid server")
 			g.Expect(err.Error()).To(ContainSubstring(tc.message))
+		})
+	}
+}
+
+func TestEmbeddingServerDefaultsTheCABundleRef(t *testing.T) {
+	namespace := harness.Namespace(t, env.Client)
+	for i, value := range []string{"http://proxy.corp:3128", ""} {
+		t.Run(value, func(t *testing.T) {
+			spec := "model:\n  name: a/b\n  caBundleRef: {name: ca}\nenv:\n- name: HTTPS_PROXY\n  value: \"" + value + "\"\n"
+			obj := serverManifest(t, namespace, fmt.Sprintf("ca-%d", i), spec)
+			NewWithT(t).Expect(env.Client.Create(t.Context(), obj)).To(Succeed())
+			kind, _, _ := unstructured.NestedString(obj.Object, "spec", "model", "caBundleRef", "kind")
+			key, _, _ := unstructured.NestedString(obj.Object, "spec", "model", "caBundleRef", "key")
+			NewWithT(t).Expect([]string{kind, key}).To(Equal([]string{"ConfigMap", "ca.crt"}))
 		})
 	}
 }

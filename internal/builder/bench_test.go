@@ -16,7 +16,7 @@ func BenchmarkStatefulSet(b *testing.B) {
 	cache := withPopulator(perReplicaCache("cache-bench", "fast", "10Gi"), "embedops:bench")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := builder.StatefulSet(es, cache); err != nil {
+		if _, err := builder.StatefulSet(es, cache, builder.Facts{}); err != nil {
 			b.Fatal(err)
 		}
 	}

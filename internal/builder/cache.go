@@ -138,10 +138,19 @@ func (c *Cache) podLabels() map[string]string {
 }
 
 // claimLabels are the labels of a PerReplica claim: the server's owner
-// labels, so the controller's cache sees it, and the binding's name, so the
-// binding recognises the claim as its own before it deletes it.
+// labels, so the controller's cache sees it, the binding's name, so the
+// binding recognises the claim as its own before it deletes it, and the
+// application name. No GitOps tracking key (TrackingKeys): the StatefulSet
+// controller gives claims of a Retain policy no owner reference, and Argo
+// CD takes every ownerless object whose app.kubernetes.io/instance names an
+// Application as that Application's own (gitops-engine v0.7.3
+// pkg/cache/cluster.go, GetManagedLiveObjs: `isManaged(o) &&
+// len(o.OwnerRefs) == 0`), so it would prune the cache with it.
 func (c *Cache) claimLabels(server *embedopsv1.EmbeddingServer) map[string]string {
 	labels := Labels(server)
+	for _, key := range TrackingKeys {
+		delete(labels, key)
+	}
 	maps.Copy(labels, c.podLabels())
 	return labels
 }

@@ -52,7 +52,7 @@ func TestStatefulSetMountsTheCache(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			s := server("s")
-			sts, err := builder.StatefulSet(s, tc.cache)
+			sts, err := builder.StatefulSet(s, tc.cache, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(embeddingContainer(sts.Spec.Template).VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: tc.wantMount, MountPath: "/data"}))
 			g.Expect(sts.Spec.Template.Spec.Volumes).To(Equal(tc.wantVolumes))
@@ -63,7 +63,7 @@ func TestStatefulSetMountsTheCache(t *testing.T) {
 			}
 			claim := sts.Spec.VolumeClaimTemplates[0]
 			g.Expect(claim.Name).To(Equal(tc.cache.TemplateName))
-			g.Expect(claim.Labels).To(Equal(builder.Labels(s)))
+			g.Expect(claim.Labels).To(Equal(claimLabels(s, tc.cache.Binding)))
 			g.Expect(claim.Spec.StorageClassName).To(HaveValue(Equal(tc.cache.StorageClassName)))
 			g.Expect(claim.Spec.AccessModes).To(Equal(tc.cache.AccessModes))
 			g.Expect(claim.Spec.Resources.Requests).To(HaveKeyWithValue(corev1.ResourceStorage, tc.cache.Size))
@@ -76,7 +76,7 @@ func TestStatefulSetMountsTheCache(t *testing.T) {
 
 func TestStatefulSetUsesTheDefaultStorageClassWhenNoneIsNamed(t *testing.T) {
 	g := NewWithT(t)
-	sts, err := builder.StatefulSet(server("s"), perReplicaCache("cache-1", "", "10Gi"))
+	sts, err := builder.StatefulSet(server("s"), perReplicaCache("cache-1", "", "10Gi"), builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName).To(BeNil(), `"" would ask for no class at all`)
 }
@@ -111,7 +111,7 @@ func TestStatefulSetRefusesAnInconsistentCache(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(server("s"), tc.cache)
+			sts, err := builder.StatefulSet(server("s"), tc.cache, builder.Facts{})
 			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
 			g.Expect(err.Error()).To(HavePrefix("invalid cache"))
 			g.Expect(errors.Is(err, builder.ErrInvalidPodTemplate)).To(BeFalse(), "a bad cache is the controller's bug, not the user's")

@@ -19,6 +19,15 @@
 //     weights whatever the branch does, and /info's model_sha is that commit.
 //     TEI gets no HF_HUB_OFFLINE, which it never reads: hf-hub finds the
 //     populated files through refs/<revision>.
+//   - Every TEI container parses under TEI's own command line
+//     (internal/tei, router/src/main.rs of the pinned tag): the token as
+//     HF_TOKEN only, the image's CMD --json-output kept, --hostname the
+//     wildcard of the pod's address family (Facts.IPv6).
+//   - The downloader (init container and Job) gets the hub, network, token
+//     and CA settings TEI gets; the Job also the server pod's placement and
+//     pull secrets, and Facts.PopulateDeadline.
+//   - Nothing without an owner reference (PerReplica claims) carries a
+//     GitOps tracking key (TrackingKeys).
 //   - TEI's Prometheus port is the container port and Service port
 //     "metrics" (9000 unless PROMETHEUS_PORT or --prometheus-port say
 //     otherwise).

@@ -90,3 +90,19 @@ func embeddingContainer(template corev1.PodTemplateSpec) corev1.Container {
 	}
 	panic("no embedding container")
 }
+
+// claimLabels are the labels a PerReplica claim of s must carry: the owner
+// labels, the application name and, with a binding, its name; no
+// app.kubernetes.io/instance, which Argo CD's label tracking reads.
+func claimLabels(s *embedopsv1.EmbeddingServer, binding string) map[string]string {
+	labels := map[string]string{
+		"app.kubernetes.io/name":       "text-embeddings-inference",
+		"app.kubernetes.io/managed-by": "embedops",
+		embedopsv1.NameLabel:           s.Name,
+		embedopsv1.NamespaceLabel:      s.Namespace,
+	}
+	if binding != "" {
+		labels[embedopsv1.CacheBindingLabel] = binding
+	}
+	return labels
+}

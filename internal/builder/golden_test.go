@@ -94,7 +94,7 @@ func TestChildrenMatchGoldenFiles(t *testing.T) {
 
 // render returns the children of a server as one YAML stream.
 func render(g *WithT, server *embedopsv1.EmbeddingServer, cache *builder.Cache) []byte {
-	statefulSet, err := builder.StatefulSet(server, cache)
+	statefulSet, err := builder.StatefulSet(server, cache, builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
 	for i, obj := range []any{statefulSet, builder.Service(server), builder.HeadlessService(server)} {

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +29,8 @@ const (
 	// populateBackoffLimit is how many times the Job's pod is retried
 	// (with the Job controller's exponential backoff) before it fails.
 	populateBackoffLimit = int32(3)
-	// hubEndpointEnvName names the hub the populator downloads from.
+	// hubEndpointEnvName names the hub TEI and the populator download from
+	// (hf-hub v0.4 src/api/tokio.rs, ApiBuilder::from_env).
 	hubEndpointEnvName = "HF_ENDPOINT"
 )
 
@@ -45,20 +49,23 @@ func PopulateJobName(binding string) string {
 }
 
 // PopulateJob runs `embedops populate` once on the Shared claim of binding,
-// for server (the first server that needs it: its model, revision and token
-// Secret). The binding owns the Job, so it lives as long as the claim. The
-// pod template is immutable, so the controller creates the Job and never
-// updates it.
-func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, cache *Cache) (*batchv1.Job, error) {
+// for server (the first server that needs it: its model, revision, token
+// Secret, hub and network settings). It downloads what every TEI backend
+// reads (--all-backends), since servers of any image share the claim. Its
+// pod is placed and pulled as the server's pods are (populatePodSpec), and
+// runs at most facts.PopulateDeadline. The binding owns the Job, so it
+// lives as long as the claim. The pod template is immutable, so the
+// controller creates the Job and never updates it.
+func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, cache *Cache, facts Facts) (*batchv1.Job, error) {
 	if cache.mode() != embedopsv1.CacheModeShared || cache.PopulatorImage == "" {
 		return nil, fmt.Errorf("%w: a populate Job needs a Shared cache with a populator image", errInvalidCache)
 	}
-	if err := cache.validate(); err != nil {
+	serverPod, err := PodTemplate(server, cache, facts)
+	if err != nil {
 		return nil, err
 	}
 	labels := map[string]string{embedopsv1.PopulatesLabel: binding.Name}
-	container := populateContainer(server, cache)
-	container.Env = append(container.Env, hubEndpointEnv(server)...)
+	container := populateContainer(server, cache, []string{"--all-backends"})
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -69,30 +76,47 @@ func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCa
 				embedopsv1.GroupVersion.WithKind(embedopsv1.ModelCacheBindingKind))},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit: new(populateBackoffLimit),
+			BackoffLimit:          new(populateBackoffLimit),
+			ActiveDeadlineSeconds: deadlineSeconds(facts.PopulateDeadline),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                corev1.RestartPolicyNever,
-					AutomountServiceAccountToken: new(false),
-					SecurityContext:              podSecurityContext(),
-					Containers:                   []corev1.Container{container},
-					Volumes:                      cache.podVolumes(),
-				},
+				Spec:       populatePodSpec(&serverPod.Spec, container, cache, server),
 			},
 		},
 	}, nil
 }
 
-// hubEndpointEnv is the server's HF_ENDPOINT, so the Job downloads from the
-// hub mirror TEI would use. (A PerReplica init container is tuned through
-// spec.podTemplate instead.)
-func hubEndpointEnv(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
-	var env []corev1.EnvVar
-	for _, e := range server.Spec.Env {
-		if e.Name == hubEndpointEnvName {
-			env = append(env, e)
-		}
+// populatePodSpec is the Job's pod: the populate container on the cache and
+// CA bundle volumes, placed and pulled as the server's pods are. It takes
+// from the server's pod (spec.podTemplate applied) the node selector,
+// tolerations and node affinity, so it runs where tainted GPU nodes let
+// the server run, and the service account and image pull secrets, so a
+// private populator image is pulled as the server's images are. Pod
+// (anti-)affinity and topology spread are left out: they select the
+// server's pods, which the Job's pod is not.
+func populatePodSpec(serverPod *corev1.PodSpec, container corev1.Container, cache *Cache, server *embedopsv1.EmbeddingServer) corev1.PodSpec {
+	spec := corev1.PodSpec{
+		RestartPolicy:                corev1.RestartPolicyNever,
+		ServiceAccountName:           serverPod.ServiceAccountName,
+		AutomountServiceAccountToken: new(false),
+		ImagePullSecrets:             slices.Clone(serverPod.ImagePullSecrets),
+		NodeSelector:                 maps.Clone(serverPod.NodeSelector),
+		Tolerations:                  slices.Clone(serverPod.Tolerations),
+		SecurityContext:              podSecurityContext(),
+		Containers:                   []corev1.Container{container},
+		Volumes:                      append(cache.podVolumes(), caBundleVolumes(server)...),
 	}
-	return env
+	if affinity := serverPod.Affinity; affinity != nil && affinity.NodeAffinity != nil {
+		spec.Affinity = &corev1.Affinity{NodeAffinity: affinity.NodeAffinity.DeepCopy()}
+	}
+	return spec
+}
+
+// deadlineSeconds is a positive deadline in whole seconds, rounded up, or
+// nil for none.
+func deadlineSeconds(deadline time.Duration) *int64 {
+	if deadline <= 0 {
+		return nil
+	}
+	return new(int64((deadline + time.Second - 1) / time.Second))
 }

@@ -22,7 +22,7 @@ func TestPopulateJob(t *testing.T) {
 		fixtures.WithEnv(corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}, corev1.EnvVar{Name: "OTHER", Value: "x"}))
 	binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "bge-1", Namespace: "ns", UID: "uid-1"}}
 
-	job, err := builder.PopulateJob(s, binding, withPopulator(sharedCache("bge-1", "10Gi"), "embedops-controller:1"))
+	job, err := builder.PopulateJob(s, binding, withPopulator(sharedCache("bge-1", "10Gi"), "embedops-controller:1"), builder.Facts{})
 
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(job.Name).To(Equal("bge-1-populate"))
@@ -40,7 +40,7 @@ func TestPopulateJob(t *testing.T) {
 	g.Expect(populate.Name).To(Equal(builder.PopulateContainerName))
 	g.Expect(populate.Image).To(Equal("embedops-controller:1"))
 	g.Expect(populate.Command).To(Equal([]string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5",
-		"--revision", "v1", "--image", embedopsv1.DefaultImage, "--dir", "/data", "--termination-log", "/dev/termination-log"}))
+		"--revision", "v1", "--all-backends", "--dir", "/data", "--termination-log", "/dev/termination-log"}), "servers of every image share the claim")
 	g.Expect(populate.Env).To(ConsistOf(secretEnv("HF_TOKEN", "hf", "token"), corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}))
 	g.Expect(populate.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: builder.CacheVolumeName, MountPath: "/data"}))
 	g.Expect(populate.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
@@ -55,7 +55,7 @@ func TestPopulateJobNeedsSharedPopulatedCache(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := builder.PopulateJob(server("s"), binding, cache)
+			_, err := builder.PopulateJob(server("s"), binding, cache, builder.Facts{})
 			g.Expect(err).To(MatchError(ContainSubstring("a populate Job needs a Shared cache")))
 		})
 	}

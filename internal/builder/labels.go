@@ -22,6 +22,23 @@ const (
 	ManagedBy = "embedops"
 )
 
+// TrackingKeys are the labels and annotations by which a GitOps tool
+// takes an object as its own: Argo CD's label tracking key (by default
+// app.kubernetes.io/instance; argocd.argoproj.io/instance is the key its
+// docs suggest instead) and annotation tracking id (argo-cd
+// util/argo/resource_tracking.go), and the labels Flux's
+// kustomize-controller and helm-controller set on what they apply. Objects
+// the controller creates without an owner reference carry none of them.
+var TrackingKeys = []string{
+	AppInstanceLabel,
+	"argocd.argoproj.io/instance",
+	"argocd.argoproj.io/tracking-id",
+	"kustomize.toolkit.fluxcd.io/name",
+	"kustomize.toolkit.fluxcd.io/namespace",
+	"helm.toolkit.fluxcd.io/name",
+	"helm.toolkit.fluxcd.io/namespace",
+}
+
 // SelectorLabels returns the labels that select a server's pods: the
 // StatefulSet selector and the Services' selectors. They never change for a
 // server, because a StatefulSet's selector is immutable.

@@ -75,12 +75,12 @@ func TestLabelsReturnsFreshMaps(t *testing.T) {
 func TestEveryChildCarriesTheLabels(t *testing.T) {
 	g := NewWithT(t)
 	s := server("s")
-	sts, err := builder.StatefulSet(s, perReplicaCache("cache-1", "", "10Gi"))
+	sts, err := builder.StatefulSet(s, perReplicaCache("cache-1", "", "10Gi"), builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	want := builder.Labels(s)
 	g.Expect(sts.Labels).To(Equal(want))
 	g.Expect(sts.Spec.Template.Labels).To(Equal(want))
-	g.Expect(sts.Spec.VolumeClaimTemplates[0].Labels).To(Equal(want))
+	g.Expect(sts.Spec.VolumeClaimTemplates[0].Labels).To(Equal(claimLabels(s, "")), "claims have no owner reference: no tracking label")
 	g.Expect(builder.Service(s).Labels).To(Equal(want))
 	g.Expect(builder.HeadlessService(s).Labels).To(Equal(want))
 }

@@ -14,12 +14,23 @@ import (
 // NetworkPolicy returns the NetworkPolicy "<name>" of a server with
 // spec.networkPolicy, nil without. It selects the server's pods and admits
 // ingress on the HTTP port and TEI's metrics port (metricsPort) from
-// spec.networkPolicy.from, or
-// from the pods of the server's namespace when the list is empty. Its only
-// policy type is Ingress, so egress (the model download) stays open.
-func NetworkPolicy(server *embedopsv1.EmbeddingServer) *networkingv1.NetworkPolicy {
+// spec.networkPolicy.from, or from the pods of the server's namespace when
+// the list is empty; and, when the endpoint check is on (facts.Prober), the
+// operator's pods on the HTTP port, where they ask /info. Its only policy
+// type is Ingress, so egress (the model download) stays open.
+func NetworkPolicy(server *embedopsv1.EmbeddingServer, facts Facts) *networkingv1.NetworkPolicy {
 	if server.Spec.NetworkPolicy == nil {
 		return nil
+	}
+	ingress := []networkingv1.NetworkPolicyIngressRule{{
+		Ports: policyPorts(server),
+		From:  peers(server.Spec.NetworkPolicy.From),
+	}}
+	if facts.Prober != nil {
+		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
+			Ports: []networkingv1.NetworkPolicyPort{tcpPort(port(server))},
+			From:  []networkingv1.NetworkPolicyPeer{*facts.Prober.DeepCopy()},
+		})
 	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
@@ -27,10 +38,7 @@ func NetworkPolicy(server *embedopsv1.EmbeddingServer) *networkingv1.NetworkPoli
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: SelectorLabels(server)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				Ports: policyPorts(server),
-				From:  peers(server.Spec.NetworkPolicy.From),
-			}},
+			Ingress:     ingress,
 		},
 	}
 }

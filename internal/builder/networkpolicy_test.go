@@ -59,7 +59,7 @@ func TestNetworkPolicy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			policy := builder.NetworkPolicy(tc.server)
+			policy := builder.NetworkPolicy(tc.server, builder.Facts{})
 			if tc.wantNone {
 				g.Expect(policy).To(BeNil())
 				return
@@ -86,9 +86,9 @@ func TestNetworkPolicy(t *testing.T) {
 func TestNetworkPolicySelectsTheStatefulSetPods(t *testing.T) {
 	g := NewWithT(t)
 	s := server("s", withNetworkPolicy())
-	sts, err := builder.StatefulSet(s, nil)
+	sts, err := builder.StatefulSet(s, nil, builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
-	policy := builder.NetworkPolicy(s)
+	policy := builder.NetworkPolicy(s, builder.Facts{})
 	selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(selector.Matches(labelSet(sts.Spec.Template.Labels))).To(BeTrue())
@@ -98,7 +98,22 @@ func TestNetworkPolicyDoesNotAliasTheSpec(t *testing.T) {
 	g := NewWithT(t)
 	peer := embedopsv1.NetworkPolicyPeer{IPBlock: &embedopsv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}}
 	s := server("s", withNetworkPolicy(peer))
-	policy := builder.NetworkPolicy(s)
+	policy := builder.NetworkPolicy(s, builder.Facts{})
 	policy.Spec.Ingress[0].From[0].IPBlock.Except[0] = "10.2.0.0/16"
 	g.Expect(s.Spec.NetworkPolicy.From[0].IPBlock.Except).To(Equal([]string{"10.1.0.0/16"}))
+}
+
+func TestNetworkPolicyAdmitsTheEndpointCheckToTheHTTPPort(t *testing.T) {
+	g := NewWithT(t)
+	peer := embedopsv1.NetworkPolicyPeer{PodSelector: &embedopsv1.PeerSelector{MatchLabels: map[string]embedopsv1.LabelValue{"role": "client"}}}
+	s := server("s", withNetworkPolicy(peer), fixtures.WithPort(9090))
+	prober := &networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "embedops-system"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}},
+	}
+	policy := builder.NetworkPolicy(s, builder.Facts{Prober: prober})
+	g.Expect(policy.Spec.Ingress).To(HaveLen(2))
+	g.Expect(policy.Spec.Ingress[1].From).To(Equal([]networkingv1.NetworkPolicyPeer{*prober}))
+	g.Expect(policy.Spec.Ingress[1].Ports).To(ConsistOf(HaveField("Port", HaveValue(Equal(intstr.FromInt32(9090))))), "only the port /info is asked on")
+	g.Expect(builder.NetworkPolicy(s, builder.Facts{}).Spec.Ingress).To(HaveLen(1), "no check, no rule for it")
 }

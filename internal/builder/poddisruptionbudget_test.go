@@ -66,7 +66,7 @@ func TestPodDisruptionBudget(t *testing.T) {
 func TestPodDisruptionBudgetSelectsTheStatefulSetPods(t *testing.T) {
 	g := NewWithT(t)
 	s := server("s", fixtures.WithReplicas(3))
-	sts, err := builder.StatefulSet(s, perReplicaCache("cache-abc", "", "10Gi"))
+	sts, err := builder.StatefulSet(s, perReplicaCache("cache-abc", "", "10Gi"), builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	selector, err := metav1.LabelSelectorAsSelector(builder.PodDisruptionBudget(s).Spec.Selector)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -33,7 +33,7 @@ func TestPodMonitorExampleScrapesTEI(t *testing.T) {
 	g.Expect(yaml.Unmarshal(data, &monitor)).To(Succeed())
 	g.Expect(monitor.Kind).To(Equal("PodMonitor"))
 
-	sts, err := builder.StatefulSet(server("s"), nil)
+	sts, err := builder.StatefulSet(server("s"), nil, builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	for k, v := range monitor.Spec.Selector.MatchLabels {
 		g.Expect(sts.Spec.Template.Labels).To(HaveKeyWithValue(k, v))

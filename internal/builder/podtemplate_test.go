@@ -48,7 +48,7 @@ func TestPodTemplatePatchIsApplied(t *testing.T) {
 					corev1.EnvVar{Name: "MODE", Value: "patched"},
 				))
 				g.Expect(c.Env).To(HaveLen(3), "MODE from spec.env is replaced, not repeated")
-				g.Expect(c.Args).To(HaveLen(4))
+				g.Expect(c.Args).To(HaveLen(5))
 				g.Expect(c.Image).To(Equal(embedopsv1.DefaultImage))
 			},
 		},
@@ -57,7 +57,7 @@ func TestPodTemplatePatchIsApplied(t *testing.T) {
 			patch: `{"spec":{"containers":[{"name":"proxy","image":"envoy:v1"}]}}`,
 			expect: func(g *WithT, template corev1.PodTemplateSpec) {
 				g.Expect(template.Spec.Containers).To(HaveLen(2))
-				g.Expect(embeddingContainer(template).Args).To(HaveLen(4))
+				g.Expect(embeddingContainer(template).Args).To(HaveLen(5))
 			},
 		},
 		{
@@ -83,7 +83,7 @@ func TestPodTemplatePatchIsApplied(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			s := server("s", fixtures.WithEnv(corev1.EnvVar{Name: "MODE", Value: "spec"}), fixtures.WithPodTemplate(tc.patch))
-			sts, err := builder.StatefulSet(s, nil)
+			sts, err := builder.StatefulSet(s, nil, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			tc.expect(g, sts.Spec.Template)
 		})
@@ -143,7 +143,7 @@ func TestPodTemplatePatchIsRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), tc.cache)
+			sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), tc.cache, builder.Facts{})
 			g.Expect(err).To(MatchError(builder.ErrInvalidPodTemplate))
 			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
 			g.Expect(sts).To(BeNil(), "an invalid patch never falls back to the generated pod")
@@ -186,7 +186,7 @@ func TestPodTemplatePatchMayNotReachTheHostOrRaisePrivileges(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), tc.cache)
+			sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), tc.cache, builder.Facts{})
 			g.Expect(err).To(MatchError(builder.ErrInvalidPodTemplate))
 			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
 			g.Expect(sts).To(BeNil(), "a refused patch is never stripped and applied")
@@ -205,7 +205,7 @@ func TestPodTemplatePatchMayTightenSecurity(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"))
+			_, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(tc.patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"), builder.Facts{})
 			NewWithT(t).Expect(err).NotTo(HaveOccurred())
 		})
 	}

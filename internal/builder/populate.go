@@ -1,6 +1,9 @@
 package builder
 
 import (
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -35,39 +38,63 @@ func initContainers(server *embedopsv1.EmbeddingServer, cache *Cache) []corev1.C
 	if !cache.populates() {
 		return nil
 	}
-	return []corev1.Container{populateContainer(server, cache)}
+	return []corev1.Container{populateContainer(server, cache, []string{"--image", image(server)})}
 }
 
-// populateContainer runs `embedops populate` on the replica's claim, with
-// the token from its Secret (never its value): the files TEI's image reads,
-// at the revision TEI runs.
-func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Container {
-	var env []corev1.EnvVar
-	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
-		env = []corev1.EnvVar{{
-			Name: tokenEnv,
-			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
-				Key:                  ref.Key,
-			}},
-		}}
+// populateContainer runs `embedops populate` on the cache at the revision
+// TEI runs, downloading what selection says (the files TEI's image reads,
+// or what every backend reads), with the hub, network and token settings
+// TEI gets (downloaderEnv) and the CA bundle mounted as in TEI.
+func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache, selection []string) corev1.Container {
+	command := []string{
+		"/embedops", "populate",
+		"--model", server.Spec.Model.Name,
+		"--revision", ServedRevision(server, cache),
 	}
+	command = append(command, selection...)
+	command = append(command, "--dir", CacheMountPath, "--termination-log", TerminationLogPath)
 	return corev1.Container{
-		Name:  PopulateContainerName,
-		Image: cache.PopulatorImage,
-		Command: []string{
-			"/embedops", "populate",
-			"--model", server.Spec.Model.Name,
-			"--revision", ServedRevision(server, cache),
-			"--image", image(server),
-			"--dir", CacheMountPath,
-			"--termination-log", TerminationLogPath,
-		},
-		Env:                      env,
+		Name:                     PopulateContainerName,
+		Image:                    cache.PopulatorImage,
+		Command:                  command,
+		Env:                      downloaderEnv(server),
 		Resources:                *populateResources.DeepCopy(),
-		VolumeMounts:             []corev1.VolumeMount{cache.volumeMount()},
+		VolumeMounts:             append([]corev1.VolumeMount{cache.volumeMount()}, caBundleMounts(server)...),
 		TerminationMessagePath:   TerminationLogPath,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		SecurityContext:          containerSecurityContext(),
 	}
+}
+
+// downloaderEnv is what the downloader reads of TEI's environment: HF_TOKEN
+// from its Secret, SSL_CERT_FILE for the CA bundle, and the spec.env
+// variables that say where the hub is and how to reach it
+// (isDownloaderSetting), values and valueFrom alike.
+func downloaderEnv(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
+	out := tokenEnvVars(server)
+	out = append(out, caBundleEnv(server)...)
+	for i := range server.Spec.Env {
+		if isDownloaderSetting(server.Spec.Env[i].Name) {
+			out = append(out, *server.Spec.Env[i].DeepCopy())
+		}
+	}
+	return out
+}
+
+// proxyEnv are the proxy variables TEI's HTTP client reads (reqwest
+// src/proxy.rs: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY and their lower
+// case forms), as does the populator (golang.org/x/net/http/httpproxy).
+var proxyEnv = []string{
+	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+	"http_proxy", "https_proxy", "all_proxy", "no_proxy",
+}
+
+// isDownloaderSetting reports whether a TEI variable also steers the
+// download: HF_ENDPOINT (hf-hub v0.4 src/api/tokio.rs,
+// ApiBuilder::from_env, which TEI router/src/lib.rs builds its hub client
+// with), every HF_HUB_* variable (TEI router/src/lib.rs reads
+// HF_HUB_USER_AGENT_ORIGIN; huggingface_hub's constants.py defines the
+// family), and the proxies.
+func isDownloaderSetting(name string) bool {
+	return name == hubEndpointEnvName || strings.HasPrefix(name, "HF_HUB_") || slices.Contains(proxyEnv, name)
 }

@@ -50,7 +50,7 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(tc.server, tc.cache)
+			sts, err := builder.StatefulSet(tc.server, tc.cache, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			pod := sts.Spec.Template.Spec
 			tei := embeddingContainer(sts.Spec.Template)
@@ -78,7 +78,7 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 func TestStatefulSetSharedPopulatedHasNoInitContainer(t *testing.T) {
 	g := NewWithT(t)
 	cache := withPopulator(sharedCache("claim", "10Gi"), "embedops-controller:1")
-	sts, err := builder.StatefulSet(server("s", withCacheSpec(embedopsv1.CacheModeShared, "", "10Gi")), cache)
+	sts, err := builder.StatefulSet(server("s", withCacheSpec(embedopsv1.CacheModeShared, "", "10Gi")), cache, builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sts.Spec.Template.Spec.InitContainers).To(BeEmpty(), "the populate Job fills a Shared claim, not the pods")
 	g.Expect(embeddingContainer(sts.Spec.Template).Env).NotTo(ContainElement(HaveField("Name", "HF_HUB_OFFLINE")))
@@ -101,7 +101,7 @@ func TestStatefulSetRunsTheRecordedCommit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			s := server("s", withCacheSpec(tc.cache.Mode, "", "10Gi"))
-			sts, err := builder.StatefulSet(s, tc.cache)
+			sts, err := builder.StatefulSet(s, tc.cache, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(embeddingContainer(sts.Spec.Template).Args).To(ContainElement("--revision=" + tc.wantRevision))
 			g.Expect(builder.ServedRevision(s, tc.cache)).To(Equal(tc.wantRevision))
@@ -116,21 +116,21 @@ func TestStatefulSetRefusesABadRecordedCommit(t *testing.T) {
 	g := NewWithT(t)
 	cache := withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1")
 	cache.ResolvedCommit = "main; rm -rf /"
-	_, err := builder.StatefulSet(server("s"), cache)
+	_, err := builder.StatefulSet(server("s"), cache, builder.Facts{})
 	g.Expect(err).To(MatchError(ContainSubstring("not a commit id")))
 }
 
 func TestStatefulSetRefusesPopulatorWithoutCache(t *testing.T) {
 	g := NewWithT(t)
 	cache := &builder.Cache{Mode: embedopsv1.CacheModeNone, PopulatorImage: "embedops-controller:1"}
-	_, err := builder.StatefulSet(server("s", withCacheSpec(embedopsv1.CacheModeNone, "", "10Gi")), cache)
+	_, err := builder.StatefulSet(server("s", withCacheSpec(embedopsv1.CacheModeNone, "", "10Gi")), cache, builder.Facts{})
 	g.Expect(err).To(MatchError(ContainSubstring("populatorImage must be empty")))
 }
 
 func TestPodTemplatePatchMayTunePopulate(t *testing.T) {
 	g := NewWithT(t)
 	patch := `{"spec":{"initContainers":[{"name":"populate","resources":{"limits":{"memory":"1Gi"}},"env":[{"name":"HF_ENDPOINT","value":"http://mirror"}]}]}}`
-	sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"))
+	sts, err := builder.StatefulSet(server("s", fixtures.WithPodTemplate(patch)), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"), builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	init := sts.Spec.Template.Spec.InitContainers[0]
 	g.Expect(init.Resources.Limits.Memory().String()).To(Equal("1Gi"))

@@ -47,7 +47,7 @@ func TestServices(t *testing.T) {
 				{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9000, TargetPort: intstr.FromString("metrics")},
 			}))
 			if tc.governsStatefulSet {
-				sts, err := builder.StatefulSet(tc.server, nil)
+				sts, err := builder.StatefulSet(tc.server, nil, builder.Facts{})
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(sts.Spec.ServiceName).To(Equal(svc.Name))
 				g.Expect(builder.HeadlessServiceName(tc.server)).To(Equal(svc.Name))
@@ -73,7 +73,7 @@ func TestMetricsPortFollowsTEIsSettings(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(tc.server, nil)
+			sts, err := builder.StatefulSet(tc.server, nil, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			var container, service []int32
 			for _, p := range sts.Spec.Template.Spec.Containers[0].Ports {

@@ -3,6 +3,7 @@ package builder
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,16 +77,9 @@ const runAsID int64 = 1000
 // mounted at CacheMountPath as cache says (nil means an emptyDir) and
 // spec.podTemplate applied. It fails when cache is inconsistent, and with an
 // error wrapping ErrInvalidPodTemplate when the patch is.
-func StatefulSet(server *embedopsv1.EmbeddingServer, cache *Cache) (*appsv1.StatefulSet, error) {
-	if err := cache.validate(); err != nil {
-		return nil, err
-	}
-	generated := podTemplate(server, cache)
-	template, err := patchPodTemplate(generated, server.Spec.PodTemplate)
+func StatefulSet(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) (*appsv1.StatefulSet, error) {
+	template, err := PodTemplate(server, cache, facts)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkPatchedPodTemplate(generated, template); err != nil {
 		return nil, err
 	}
 	return &appsv1.StatefulSet{
@@ -103,6 +97,23 @@ func StatefulSet(server *embedopsv1.EmbeddingServer, cache *Cache) (*appsv1.Stat
 	}, nil
 }
 
+// PodTemplate is the pod template of the server's StatefulSet: the
+// generated one with spec.podTemplate applied and checked.
+func PodTemplate(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) (*corev1.PodTemplateSpec, error) {
+	if err := cache.validate(); err != nil {
+		return nil, err
+	}
+	generated := podTemplate(server, cache, facts)
+	template, err := patchPodTemplate(generated, server.Spec.PodTemplate)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPatchedPodTemplate(generated, template); err != nil {
+		return nil, err
+	}
+	return template, nil
+}
+
 // podLabels are the children's labels plus the cache's.
 func podLabels(server *embedopsv1.EmbeddingServer, cache *Cache) map[string]string {
 	labels := Labels(server)
@@ -111,7 +122,7 @@ func podLabels(server *embedopsv1.EmbeddingServer, cache *Cache) map[string]stri
 }
 
 // podTemplate is the generated pod template, before spec.podTemplate.
-func podTemplate(server *embedopsv1.EmbeddingServer, cache *Cache) *corev1.PodTemplateSpec {
+func podTemplate(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) *corev1.PodTemplateSpec {
 	spec := server.Spec
 	var pullSecrets []corev1.LocalObjectReference
 	if len(spec.ImagePullSecrets) > 0 {
@@ -131,24 +142,26 @@ func podTemplate(server *embedopsv1.EmbeddingServer, cache *Cache) *corev1.PodTe
 			EnableServiceLinks: new(false),
 			SecurityContext:    podSecurityContext(),
 			InitContainers:     initContainers(server, cache),
-			Containers:         []corev1.Container{container(server, cache)},
-			Volumes:            cache.podVolumes(),
+			Containers:         []corev1.Container{container(server, cache, facts)},
+			Volumes:            append(cache.podVolumes(), caBundleVolumes(server)...),
 		},
 	}
 }
 
-// container is the TEI container.
-func container(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Container {
+// container is the TEI container. Its command is the image's ENTRYPOINT
+// (text-embeddings-router); Args replace the image's CMD, so args keeps
+// what CMD said.
+func container(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) corev1.Container {
 	spec := server.Spec
 	return corev1.Container{
 		Name:            ContainerName,
 		Image:           image(server),
 		ImagePullPolicy: spec.ImagePullPolicy,
-		Args:            args(server, cache),
+		Args:            args(server, cache, facts),
 		Env:             env(server),
 		Ports:           containerPorts(server),
 		Resources:       *spec.Resources.DeepCopy(),
-		VolumeMounts:    []corev1.VolumeMount{cache.volumeMount()},
+		VolumeMounts:    append([]corev1.VolumeMount{cache.volumeMount()}, caBundleMounts(server)...),
 		StartupProbe:    probe(startupPeriodSeconds, startupFailureThreshold),
 		ReadinessProbe:  probe(readinessPeriodSeconds, readinessFailureThreshold),
 		LivenessProbe:   probe(livenessPeriodSeconds, livenessFailureThreshold),
@@ -192,14 +205,29 @@ func metricsPort(server *embedopsv1.EmbeddingServer) int32 {
 	return DefaultMetricsPort
 }
 
+// jsonOutputFlag makes TEI log JSON. TEI's images run it as their CMD
+// (Dockerfile, Dockerfile-cuda: CMD ["--json-output"], v1.9.3), which a
+// container's args replace, so args says it again.
+const jsonOutputFlag = "--json-output"
+
+// jsonOutputEnv is the variable clap reads for --json-output
+// (router/src/main.rs, `#[clap(long, env)] json_output: bool`).
+const jsonOutputEnv = "JSON_OUTPUT"
+
 // args are TEI's arguments: the managed flags, in managedFlags order, then
-// spec.args. The revision is the commit the populator recorded, once it
-// did, else the spec's revision.
-func args(server *embedopsv1.EmbeddingServer, cache *Cache) []string {
-	values := []string{server.Spec.Model.Name, ServedRevision(server, cache), fmt.Sprint(port(server)), "0.0.0.0"}
-	out := make([]string, 0, len(values)+len(server.Spec.Args))
+// --json-output as the image's CMD has it, then spec.args. The revision is
+// the commit the populator recorded, once it did, else the spec's revision.
+// --json-output is left out when spec.args or spec.env say it themselves:
+// clap refuses a flag given twice (ArgAction::SetTrue, "cannot be used
+// multiple times"), and a flag would override JSON_OUTPUT=false.
+func args(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) []string {
+	values := []string{server.Spec.Model.Name, ServedRevision(server, cache), fmt.Sprint(port(server)), facts.listenAddress()}
+	out := make([]string, 0, len(values)+1+len(server.Spec.Args))
 	for i, flag := range managedFlags {
 		out = append(out, flag+"="+values[i])
+	}
+	if !slices.Contains(server.Spec.Args, jsonOutputFlag) && len(envNamed(server.Spec.Env, jsonOutputEnv)) == 0 {
+		out = append(out, jsonOutputFlag)
 	}
 	return append(out, server.Spec.Args...)
 }
@@ -224,37 +252,51 @@ func revision(server *embedopsv1.EmbeddingServer) string {
 
 // Environment variables the builder sets.
 const (
+	// hubCacheEnv is --huggingface-hub-cache's variable (router/src/main.rs).
 	hubCacheEnv = "HUGGINGFACE_HUB_CACHE"
-	tokenEnv    = "HF_TOKEN"
+	// tokenEnv is --hf-token's variable (router/src/main.rs, v1.9.3). It is
+	// the only token variable set: hf_token is declared
+	// `conflicts_with = "hf_api_token"`, and clap counts a value read from
+	// the environment as given, so HF_API_TOKEN beside it makes TEI exit.
+	tokenEnv = "HF_TOKEN"
+	// apiTokenEnv is the deprecated --hf-api-token's variable; never set.
 	apiTokenEnv = "HF_API_TOKEN"
 )
 
-// managedEnv are the variables that locate the cache or carry the token; a
-// pod template patch may not change them. The cache location has three
-// names in the HuggingFace libraries.
-var managedEnv = []string{hubCacheEnv, "HF_HUB_CACHE", "HF_HOME", tokenEnv, apiTokenEnv}
+// managedEnv are the variables that locate the cache, carry the token or
+// name the CA bundle; a pod template patch may not change them. The cache
+// location has three names in the HuggingFace libraries.
+var managedEnv = []string{hubCacheEnv, "HF_HUB_CACHE", "HF_HOME", tokenEnv, apiTokenEnv, caBundleFileEnv}
 
 // env is TEI's environment: the cache location, the token from its Secret
-// (never its value) and then spec.env. No HF_HUB_OFFLINE: TEI never reads
-// it; hf-hub finds a populated file through refs/<revision> and asks the
-// hub only for what is missing (hf-hub src/lib.rs, src/api/tokio.rs).
+// (never its value), the CA bundle's path and then spec.env. No
+// HF_HUB_OFFLINE: TEI never reads it; hf-hub finds a populated file through
+// refs/<revision> and asks the hub only for what is missing (hf-hub
+// src/lib.rs, src/api/tokio.rs).
 func env(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
 	out := []corev1.EnvVar{{Name: hubCacheEnv, Value: CacheMountPath}}
-	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
-		for _, name := range []string{tokenEnv, apiTokenEnv} {
-			out = append(out, corev1.EnvVar{
-				Name: name,
-				ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
-					Key:                  ref.Key,
-				}},
-			})
-		}
-	}
+	out = append(out, tokenEnvVars(server)...)
+	out = append(out, caBundleEnv(server)...)
 	for i := range server.Spec.Env {
 		out = append(out, *server.Spec.Env[i].DeepCopy())
 	}
 	return out
+}
+
+// tokenEnvVars is HF_TOKEN from the token Secret (never its value), or
+// nothing.
+func tokenEnvVars(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
+	ref := server.Spec.Model.TokenSecretRef
+	if ref == nil {
+		return nil
+	}
+	return []corev1.EnvVar{{
+		Name: tokenEnv,
+		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
+			Key:                  ref.Key,
+		}},
+	}}
 }
 
 // image is the TEI image, defaulted.

@@ -29,7 +29,7 @@ func TestStatefulSetMetadata(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(tc.server, nil)
+			sts, err := builder.StatefulSet(tc.server, nil, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(sts.APIVersion).To(Equal("apps/v1"))
 			g.Expect(sts.Kind).To(Equal("StatefulSet"))
@@ -84,7 +84,7 @@ func TestStatefulSetContainer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(tc.server, nil)
+			sts, err := builder.StatefulSet(tc.server, nil, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			pod := sts.Spec.Template.Spec
 			g.Expect(pod.Containers).To(HaveLen(1))
@@ -113,26 +113,36 @@ func TestStatefulSetArgs(t *testing.T) {
 		{
 			name:   "managed flags only",
 			server: server("minimal"),
-			want:   []string{"--model-id=BAAI/bge-small-en-v1.5", "--revision=main", "--port=8080", "--hostname=0.0.0.0"},
+			want:   []string{"--model-id=BAAI/bge-small-en-v1.5", "--revision=main", "--port=8080", "--hostname=0.0.0.0", "--json-output"},
 		},
 		{
 			name:   "pinned revision, other port, extra args last",
 			server: server("s", fixtures.WithModel("BAAI/bge-large-en-v1.5", "d4aa6901"), fixtures.WithPort(9000), fixtures.WithArgs("--dtype=float16", "--pooling", "cls")),
 			want: []string{
 				"--model-id=BAAI/bge-large-en-v1.5", "--revision=d4aa6901", "--port=9000", "--hostname=0.0.0.0",
-				"--dtype=float16", "--pooling", "cls",
+				"--json-output", "--dtype=float16", "--pooling", "cls",
 			},
 		},
 		{
 			name:   "local model path",
 			server: server("s", fixtures.WithModel("/models/bge", "main")),
-			want:   []string{"--model-id=/models/bge", "--revision=main", "--port=8080", "--hostname=0.0.0.0"},
+			want:   []string{"--model-id=/models/bge", "--revision=main", "--port=8080", "--hostname=0.0.0.0", "--json-output"},
+		},
+		{
+			name:   "json output asked for in args is not repeated",
+			server: server("s", fixtures.WithArgs("--json-output")),
+			want:   []string{"--model-id=BAAI/bge-small-en-v1.5", "--revision=main", "--port=8080", "--hostname=0.0.0.0", "--json-output"},
+		},
+		{
+			name:   "JSON_OUTPUT in env is left to decide",
+			server: server("s", fixtures.WithEnv(corev1.EnvVar{Name: "JSON_OUTPUT", Value: "false"})),
+			want:   []string{"--model-id=BAAI/bge-small-en-v1.5", "--revision=main", "--port=8080", "--hostname=0.0.0.0"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(tc.server, nil)
+			sts, err := builder.StatefulSet(tc.server, nil, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			c := embeddingContainer(sts.Spec.Template)
 			g.Expect(c.Args).To(Equal(tc.want))
@@ -156,7 +166,7 @@ func TestStatefulSetEnv(t *testing.T) {
 		{
 			name:   "token from its Secret, never its value",
 			server: server("s", fixtures.WithToken("hf-token", "token")),
-			want:   []corev1.EnvVar{hubCache, secretEnv("HF_TOKEN", "hf-token", "token"), secretEnv("HF_API_TOKEN", "hf-token", "token")},
+			want:   []corev1.EnvVar{hubCache, secretEnv("HF_TOKEN", "hf-token", "token")},
 		},
 		{
 			name: "spec.env after the managed variables, in order",
@@ -164,7 +174,7 @@ func TestStatefulSetEnv(t *testing.T) {
 				corev1.EnvVar{Name: "RUST_LOG", Value: "debug"},
 				secretEnv("API_KEY", "hf", "api-key"))),
 			want: []corev1.EnvVar{
-				hubCache, secretEnv("HF_TOKEN", "hf", "t"), secretEnv("HF_API_TOKEN", "hf", "t"),
+				hubCache, secretEnv("HF_TOKEN", "hf", "t"),
 				{Name: "RUST_LOG", Value: "debug"}, secretEnv("API_KEY", "hf", "api-key"),
 			},
 		},
@@ -172,7 +182,7 @@ func TestStatefulSetEnv(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(tc.server, nil)
+			sts, err := builder.StatefulSet(tc.server, nil, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(embeddingContainer(sts.Spec.Template).Env).To(Equal(tc.want))
 		})
@@ -180,7 +190,7 @@ func TestStatefulSetEnv(t *testing.T) {
 }
 
 func TestStatefulSetProbes(t *testing.T) {
-	sts, err := builder.StatefulSet(server("minimal"), nil)
+	sts, err := builder.StatefulSet(server("minimal"), nil, builder.Facts{})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	c := embeddingContainer(sts.Spec.Template)
 	window := func(p *corev1.Probe) time.Duration {
@@ -223,7 +233,7 @@ func TestStatefulSetIsRestricted(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			sts, err := builder.StatefulSet(tc.server, tc.cache)
+			sts, err := builder.StatefulSet(tc.server, tc.cache, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			pod := sts.Spec.Template.Spec.SecurityContext
 			g.Expect(pod).NotTo(BeNil())
@@ -273,7 +283,7 @@ func TestStatefulSetIsDeterministicAndDoesNotAlias(t *testing.T) {
 				g.Expect(render(g, tc.server, cache)).To(Equal(first))
 			}
 
-			sts, err := builder.StatefulSet(tc.server, cache)
+			sts, err := builder.StatefulSet(tc.server, cache, builder.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			c := embeddingContainer(sts.Spec.Template)
 			c.Args[len(c.Args)-1] = "changed"

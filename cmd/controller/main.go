@@ -21,6 +21,7 @@ func main() {
 		clientOptions runtimeclient.Options
 		logOptions    logger.Options
 		endpointCheck string
+		proberLabels  string
 	)
 	flag.StringVar(&opts.MetricsAddr, "metrics-addr", ":8443", "The address the metrics endpoint binds to; 0 disables it.")
 	flag.BoolVar(&opts.MetricsSecure, "metrics-secure", true,
@@ -44,6 +45,11 @@ func main() {
 		"Argo CD's own namespace, where the Applications that tracking ids and instance labels name without a namespace live.")
 	flag.StringVar(&opts.EmbeddingServer.ClusterDomain, "cluster-domain", controller.DefaultClusterDomain,
 		"The cluster's DNS domain, the suffix of the in-cluster address in status.url.")
+	flag.StringVar(&proberLabels, "endpoint-check-pod-labels", controller.DefaultEndpointProberLabels,
+		"The labels of the controller's own pods: a server's NetworkPolicy admits them, in the namespace named by "+controller.PodNamespaceEnv+
+			" (the downward API), to TEI's HTTP port while the endpoint check is on.")
+	flag.DurationVar(&opts.EmbeddingServer.PopulateDeadline, "populate-deadline", controller.DefaultPopulateDeadline,
+		"How long a Shared cache's populate Job may run (its activeDeadlineSeconds) before it fails and the server reports why; 0 means no deadline.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader election lease; empty means the controller's own namespace (set it outside a cluster).")
 	opts.LeaderElection.BindFlags(flag.CommandLine)
@@ -60,7 +66,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	ctrl.Log.Info("endpoint check", "mode", endpointCheck, "enabled", opts.EmbeddingServer.EndpointCheck)
+	opts.EmbeddingServer.EndpointProber, err = controller.EndpointProber(os.Getenv(controller.PodNamespaceEnv), proberLabels)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctrl.Log.Info("endpoint check", "mode", endpointCheck, "enabled", opts.EmbeddingServer.EndpointCheck,
+		"admittedByNetworkPolicies", opts.EmbeddingServer.EndpointProber != nil)
 	cfg := runtimeclient.GetConfigOrDie(clientOptions)
 	if err = controller.Run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)

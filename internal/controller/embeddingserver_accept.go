@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
@@ -15,22 +18,35 @@ import (
 )
 
 // reconcileAccepted checks that the spec's references resolve: a token Secret
-// that is missing, or lacks its key, stalls the server before any child is
-// applied, because its pods could only fail. Secrets are not watched (they
+// or CA bundle that is missing, or lacks its key, stalls the server before
+// any child is applied, because its pods could only fail (the kubelet
+// cannot start a container whose Secret key is missing,
+// CreateContainerConfigError, nor mount a missing ConfigMap or Secret
+// volume, FailedMount). Secrets are not watched (they
 // are not cached at all), so the stalled server polls for the Secret every
 // progress interval, as kustomize-controller polls for a dependency
 // (its --requeue-dependency, 30s by default).
 func (r *EmbeddingServerReconciler) reconcileAccepted(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
+	if problem := proxyProblem(server); problem != "" {
+		return ctrl.Result{}, r.refuseSpec(scope, errors.New(problem))
+	}
 	if ref := server.Spec.Model.TokenSecretRef; ref != nil {
 		problem, err := r.tokenProblem(ctx, server.Namespace, ref)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if problem != "" {
-			conditions.MarkFalse(server, embedopsv1.AcceptedCondition, embedopsv1.SecretNotFoundReason, "%s", problem)
-			r.stallAndPoll(scope, embedopsv1.SecretNotFoundReason, errors.New(problem))
-			return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
+			return r.refuseReference(scope, embedopsv1.SecretNotFoundReason, problem), nil
+		}
+	}
+	if ref := server.Spec.Model.CABundleRef; ref != nil {
+		problem, err := r.caBundleProblem(ctx, server.Namespace, ref)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if problem != "" {
+			return r.refuseReference(scope, embedopsv1.CABundleNotFoundReason, problem), nil
 		}
 	}
 	conditions.MarkTrue(server, embedopsv1.AcceptedCondition, embedopsv1.ValidReason, "the spec is valid and its references resolve")
@@ -51,6 +67,45 @@ func (r *EmbeddingServerReconciler) tokenProblem(ctx context.Context, namespace 
 	}
 	if _, ok := secret.Data[ref.Key]; !ok {
 		return fmt.Sprintf("token Secret %s/%s has no key %q", namespace, ref.Name, ref.Key), nil
+	}
+	return "", nil
+}
+
+// refuseReference marks the server not Accepted for reason and stalls it
+// until the reference resolves.
+func (r *EmbeddingServerReconciler) refuseReference(scope *serverScope, reason, problem string) ctrl.Result {
+	conditions.MarkFalse(scope.server, embedopsv1.AcceptedCondition, reason, "%s", problem)
+	r.stallAndPoll(scope, reason, errors.New(problem))
+	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}
+}
+
+// caBundleProblem says what is wrong with the CA bundle's ConfigMap or
+// Secret, or "" when it has the key. It is read uncached, as the token
+// Secret is, and only the key's presence is looked at.
+func (r *EmbeddingServerReconciler) caBundleProblem(ctx context.Context, namespace string, ref *embedopsv1.CABundleRef) (string, error) {
+	key := ref.Key
+	if key == "" {
+		key = "ca.crt"
+	}
+	var keys []string
+	var err error
+	if ref.Kind == "Secret" {
+		secret := &corev1.Secret{}
+		err = r.apiReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, secret)
+		keys = slices.Collect(maps.Keys(secret.Data))
+	} else {
+		configMap := &corev1.ConfigMap{}
+		err = r.apiReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, configMap)
+		keys = append(slices.Collect(maps.Keys(configMap.Data)), slices.Collect(maps.Keys(configMap.BinaryData))...)
+	}
+	kind := cmp.Or(ref.Kind, "ConfigMap")
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("CA bundle %s %s/%s does not exist", kind, namespace, ref.Name), nil
+	case err != nil:
+		return "", fmt.Errorf("reading CA bundle %s %s/%s: %w", kind, namespace, ref.Name, err)
+	case !slices.Contains(keys, key):
+		return fmt.Sprintf("CA bundle %s %s/%s has no key %q", kind, namespace, ref.Name, key), nil
 	}
 	return "", nil
 }

@@ -76,7 +76,8 @@ func (r *EmbeddingServerReconciler) leaveStaleBindings(ctx context.Context, scop
 }
 
 // reportCacheReady sets CacheReady from the binding's phase and its claims,
-// read from the cache, which holds the labelled claims only.
+// read from the cache, which holds the labelled claims only; claims still
+// carrying GitOps tracking labels lose them first (untrackClaims).
 func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
 	var claims corev1.PersistentVolumeClaimList
 	if err := r.client.List(ctx, &claims, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
@@ -85,6 +86,9 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 	byName := make(map[string]*corev1.PersistentVolumeClaim, len(claims.Items))
 	for i := range claims.Items {
 		byName[claims.Items[i].Name] = &claims.Items[i]
+	}
+	if err := r.untrackClaims(ctx, binding, byName); err != nil {
+		return err
 	}
 	ready := decision.CacheReadiness(binding, byName)
 	if ready.Status == metav1.ConditionTrue {

@@ -40,21 +40,32 @@ var statefulSetKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet").GroupKin
 // NetworkPolicy with the binding's cache, and sets status.selector. A spec
 // the builder refuses stalls the server as ConfigurationInvalid; nothing is
 // applied and the running children are left as they are.
-func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	if scope.cache != nil {
 		// Once a populator recorded the commit, TEI runs exactly it.
 		scope.cache.ResolvedCommit = scope.resolvedCommit
 	}
-	statefulSet, err := builder.StatefulSet(server, scope.cache)
+	facts, err := r.factsOf(ctx, scope)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	statefulSet, err := builder.StatefulSet(server, scope.cache, facts)
 	if err != nil {
 		if errors.Is(err, builder.ErrInvalidPodTemplate) {
 			return ctrl.Result{}, r.refuseSpec(scope, err)
 		}
 		return ctrl.Result{}, fmt.Errorf("building the StatefulSet: %w", err)
 	}
+	live := &appsv1.StatefulSet{}
+	switch err := r.client.Get(ctx, client.ObjectKeyFromObject(server), live); {
+	case err == nil:
+		keepLiveClaimTemplateLabels(statefulSet, live)
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
+	}
 	scope.service = builder.Service(server)
-	children, err := childObjects(server, desiredChildren(server, statefulSet, scope.service)...)
+	children, err := childObjects(server, desiredChildren(server, facts, statefulSet, scope.service)...)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -66,12 +77,12 @@ func (r *EmbeddingServerReconciler) buildChildren(_ context.Context, scope *serv
 // desiredChildren are the StatefulSet, the Services and, when the spec asks
 // for them, the PodDisruptionBudget and the NetworkPolicy. A child that is
 // not desired any more is pruned by the inventory diff.
-func desiredChildren(server *embedopsv1.EmbeddingServer, statefulSet *appsv1.StatefulSet, service *corev1.Service) []client.Object {
+func desiredChildren(server *embedopsv1.EmbeddingServer, facts builder.Facts, statefulSet *appsv1.StatefulSet, service *corev1.Service) []client.Object {
 	children := []client.Object{statefulSet, service, builder.HeadlessService(server)}
 	if budget := builder.PodDisruptionBudget(server); budget != nil {
 		children = append(children, budget)
 	}
-	if policy := builder.NetworkPolicy(server); policy != nil {
+	if policy := builder.NetworkPolicy(server, facts); policy != nil {
 		children = append(children, policy)
 	}
 	return children
@@ -344,7 +355,7 @@ func namedChildren(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceRef 
 	if budget := builder.PodDisruptionBudget(server); budget != nil {
 		children = append(children, inventoryRef(server.Namespace, budget.Name, policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget")))
 	}
-	if policy := builder.NetworkPolicy(server); policy != nil {
+	if policy := builder.NetworkPolicy(server, builder.Facts{}); policy != nil {
 		children = append(children, inventoryRef(server.Namespace, policy.Name, networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy")))
 	}
 	return children

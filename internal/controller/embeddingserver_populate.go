@@ -22,6 +22,11 @@ import (
 	"github.com/embedops/embedops/internal/builder"
 )
 
+// DefaultPopulateDeadline is --populate-deadline's default: as long as a
+// PerReplica pod's startup probe lets TEI download before it is restarted
+// (builder: 10s x 360).
+const DefaultPopulateDeadline = time.Hour
+
 // populateRetryAfter is how long a failed populate Job is kept, for its
 // status and its pod's logs, before it is deleted and created again.
 const populateRetryAfter = 5 * time.Minute
@@ -51,9 +56,26 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 	if isJobFinished(job, batchv1.JobFailed) {
 		return r.retryFailedJob(ctx, scope, job, r.jobFailure(ctx, job))
 	}
-	r.holdForPopulate(scope, embedopsv1.DownloadingReason,
-		fmt.Sprintf("populate Job %s is downloading %s into the shared cache %s", job.Name, scope.server.Spec.Model.Name, cache.ClaimName))
+	message := fmt.Sprintf("populate Job %s is downloading %s into the shared cache %s", job.Name, scope.server.Spec.Model.Name, cache.ClaimName)
+	if waiting, err := r.jobPodWaiting(ctx, job); err != nil {
+		return ctrl.Result{}, err
+	} else if waiting != nil {
+		message = fmt.Sprintf("populate Job %s cannot run yet: %s (it fails after --populate-deadline, then the server reports why)", job.Name, waiting.Message)
+	}
+	r.holdForPopulate(scope, embedopsv1.DownloadingReason, message)
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
+}
+
+// jobPodWaiting is why the running Job's pod does not run (an image it
+// cannot pull, no node that takes it), as the server's pods are diagnosed,
+// or nil. The pods are read uncached: the cache holds only servers' pods.
+func (r *EmbeddingServerReconciler) jobPodWaiting(ctx context.Context, job *batchv1.Job) (*diagnosis, error) {
+	var pods corev1.PodList
+	if err := r.apiReader.List(ctx, &pods, client.InNamespace(job.Namespace),
+		client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the pods of Job %s: %w", job.Name, err)
+	}
+	return diagnose(pods.Items), nil
 }
 
 // populateJob returns the binding's populate Job, creating it when absent.
@@ -66,7 +88,11 @@ func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serv
 	if err == nil || !apierrors.IsNotFound(err) {
 		return job, client.IgnoreNotFound(err)
 	}
-	desired, err := builder.PopulateJob(scope.server, scope.binding, scope.cache)
+	facts, err := r.factsOf(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	desired, err := builder.PopulateJob(scope.server, scope.binding, scope.cache, facts)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +136,7 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, embedopsv1.DownloadFailedReason, "Populate", "%s", message)
 	}
 	wait := populateRetryAfter - r.now().Sub(jobFinishedAt(job))
-	if wait > 0 && !requestChanged(scope, job) {
+	if wait > 0 && !r.requestChanged(ctx, scope, job) {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	background := metav1.DeletePropagationBackground
@@ -122,10 +148,15 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 }
 
 // requestChanged reports whether the server now asks the populator for
-// something else than the failed Job did (another token Secret or hub
-// endpoint): then the Job is retried at once, with the current request.
-func requestChanged(scope *serverScope, job *batchv1.Job) bool {
-	desired, err := builder.PopulateJob(scope.server, scope.binding, scope.cache)
+// something else than the failed Job did (another token Secret, hub
+// endpoint, proxy or CA bundle): then the Job is retried at once, with the
+// current request.
+func (r *EmbeddingServerReconciler) requestChanged(ctx context.Context, scope *serverScope, job *batchv1.Job) bool {
+	facts, err := r.factsOf(ctx, scope)
+	if err != nil {
+		return false
+	}
+	desired, err := builder.PopulateJob(scope.server, scope.binding, scope.cache, facts)
 	if err != nil || len(job.Spec.Template.Spec.Containers) == 0 {
 		return false
 	}

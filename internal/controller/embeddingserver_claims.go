@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+)
+
+// untrackClaims removes the GitOps tracking keys (builder.TrackingKeys)
+// from the labels of the binding's claims. Claims made before claim
+// templates left them out carry app.kubernetes.io/instance=<server> and no
+// owner, which Argo CD's label tracking takes as the Application's own and
+// prunes with it (gitops-engine v0.7.3 pkg/cache/cluster.go). A claim
+// without them is not written, so this costs nothing at rest.
+func (r *EmbeddingServerReconciler) untrackClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) error {
+	for _, claim := range claims {
+		if claim.Labels[embedopsv1.CacheBindingLabel] != binding.Name {
+			continue
+		}
+		patch := untrackPatch(claim.Labels)
+		if patch == nil {
+			continue
+		}
+		if err := r.client.Patch(ctx, claim, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("removing GitOps tracking labels from claim %s: %w", claim.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("removed GitOps tracking labels from a cache claim", "claim", claim.Name)
+	}
+	return nil
+}
+
+// untrackPatch is the JSON merge patch that deletes the tracking keys among
+// labels, or nil when there are none.
+func untrackPatch(labels map[string]string) []byte {
+	remove := map[string]any{}
+	for _, key := range builder.TrackingKeys {
+		if _, ok := labels[key]; ok {
+			remove[key] = nil
+		}
+	}
+	if len(remove) == 0 {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": remove}})
+	return patch
+}
+
+// keepLiveClaimTemplateLabels gives each desired claim template the labels
+// of the live StatefulSet's template of the same name and spec. Claim
+// templates are immutable (k8s pkg/apis/apps/validation, volumeClaimTemplates
+// "immutable"), so new labels alone would replace the StatefulSet and every
+// pod, for labels the StatefulSet controller never copies to the claims it
+// already made; untrackClaims mends those claims instead.
+func keepLiveClaimTemplateLabels(desired, live *appsv1.StatefulSet) {
+	if live == nil {
+		return
+	}
+	for i := range desired.Spec.VolumeClaimTemplates {
+		want := &desired.Spec.VolumeClaimTemplates[i]
+		index := slices.IndexFunc(live.Spec.VolumeClaimTemplates, func(t corev1.PersistentVolumeClaim) bool { return t.Name == want.Name })
+		if index < 0 {
+			continue
+		}
+		have := live.Spec.VolumeClaimTemplates[index]
+		if equality.Semantic.DeepEqual(want.Spec, have.Spec) && !maps.Equal(want.Labels, have.Labels) {
+			want.Labels = maps.Clone(have.Labels)
+		}
+	}
+}

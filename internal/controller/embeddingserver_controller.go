@@ -80,6 +80,9 @@ type EmbeddingServerReconcilerOptions struct {
 	// ClusterDomain is the cluster's DNS domain, the suffix of status.url;
 	// empty means DefaultClusterDomain.
 	ClusterDomain string
+	// Now is the clock spec.progressDeadline and the populate retry are
+	// measured with; nil means time.Now.
+	Now func() time.Time
 }
 
 // EmbeddingServerReconciler runs TEI servers: it applies each
@@ -124,6 +127,9 @@ type serverScope struct {
 	children []*unstructured.Unstructured
 	// service is the desired client Service, the source of status.url.
 	service *corev1.Service
+	// statefulSet is the StatefulSet as reconcileReadiness read it, nil
+	// when it does not exist; its replica counts are the server's progress.
+	statefulSet *appsv1.StatefulSet
 	// cache is the model cache of the binding in use, nil for mode None;
 	// set by reconcileBinding.
 	cache *builder.Cache
@@ -159,7 +165,10 @@ func (r *EmbeddingServerReconciler) SetupWithManager(_ context.Context, mgr ctrl
 	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
 	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader(), ArgoCDNamespace: opts.ArgoCDNamespace}
-	r.now = time.Now
+	r.now = opts.Now
+	if r.now == nil {
+		r.now = time.Now
+	}
 	r.progressInterval = opts.ProgressInterval
 	if r.progressInterval <= 0 {
 		r.progressInterval = DefaultProgressInterval
@@ -234,6 +243,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"model", r.reconcileModel},
 		{"endpoint", r.reconcileEndpoint},
 		{"diagnostics", r.reconcileDiagnostics},
+		{"progress", r.reconcileProgress},
 	})
 }
 

@@ -35,7 +35,9 @@ var ownedConditions = []string{
 	embedopsv1.SourceResolvedCondition,
 }
 
-// degradedReasons are the Ready=False reasons of failing pods.
+// degradedReasons are the Ready=False reasons of failing pods: the phase is
+// Degraded while the server waits on them, and they stall it once
+// spec.progressDeadline passes without progress (reconcileProgress).
 var degradedReasons = []string{
 	embedopsv1.ImagePullBackOffReason,
 	embedopsv1.ErrImagePullReason,
@@ -88,6 +90,7 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 		server.Status.Served = nil
 	}
 	server.Status.Replicas, server.Status.ReadyReplicas = 0, 0
+	scope.statefulSet = statefulSet
 	if statefulSet != nil {
 		server.Status.Replicas, server.Status.ReadyReplicas = statefulSet.Status.Replicas, statefulSet.Status.ReadyReplicas
 	}
@@ -224,22 +227,19 @@ func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *s
 	return reconcileErr
 }
 
-// eventReadyTransition emits an event when Ready changes reason, except for
-// stalls, whose event stall emits on every attempt.
+// eventReadyTransition emits a Normal event when Ready turns True or changes
+// its True reason. Failures have their Warning events from the stall that
+// reports them: failing pods are progress until spec.progressDeadline, so
+// they are announced when it passes (reconcileProgress), not before.
 func (r *EmbeddingServerReconciler) eventReadyTransition(scope *serverScope) {
 	ready := conditions.Get(scope.server, embedopsv1.ReadyCondition)
-	if ready == nil || conditions.IsTrue(scope.server, embedopsv1.StalledCondition) {
+	if ready == nil || ready.Status != metav1.ConditionTrue {
 		return
 	}
 	if before := scope.readyBefore; before != nil && before.Status == ready.Status && before.Reason == ready.Reason {
 		return
 	}
-	switch {
-	case ready.Status == metav1.ConditionTrue:
-		r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)
-	case slices.Contains(degradedReasons, ready.Reason):
-		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, ready.Reason, "Reconcile", "%s", ready.Message)
-	}
+	r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)
 }
 
 // serverPhase derives status.phase from the conditions alone, so the same

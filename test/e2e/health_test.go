@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
@@ -29,6 +30,9 @@ type healthState struct {
 	ready   metav1.ConditionStatus
 	reason  string
 	message string
+	// stalled: the state is Stalled=True with reason, which Ready=False
+	// with that reason precedes while pods wait before the deadline.
+	stalled bool
 	argo    string
 	flux    string
 	fixture string
@@ -56,30 +60,46 @@ func simulating(state string, annotations map[string]string) fixtures.Option {
 	return fixtures.WithPodTemplate(patch)
 }
 
+// shortDeadline is the progress deadline of the states recorded past it.
+const shortDeadline = 5 * time.Second
+
+// pastDeadline gives a server a progress deadline of shortDeadline.
+func pastDeadline(s *embedopsv1.EmbeddingServer) {
+	s.Spec.ProgressDeadline = &metav1.Duration{Duration: shortDeadline}
+}
+
 // healthStates are the states of a server on the local cluster: every pod
 // failure the controller diagnoses (its degradedReasons but
-// EndpointUnavailable, which needs the endpoint check and real TEI), a
-// missing token Secret, a rollout that does not finish, scaled to zero and
-// Ready.
+// EndpointUnavailable, which needs the endpoint check and real TEI) past a
+// short progress deadline, pods waiting on a node or an image pull before
+// the default one, a missing token Secret, a rollout that does not finish,
+// scaled to zero and Ready.
 func healthStates() []healthState {
-	degraded := func(reason string, option fixtures.Option) healthState {
-		return healthState{name: reason, options: []fixtures.Option{option}, ready: metav1.ConditionFalse, reason: reason,
-			argo: healthcheck.Degraded, flux: healthcheck.Failed}
+	stalled := func(reason string, option fixtures.Option) healthState {
+		return healthState{name: reason, options: []fixtures.Option{option, pastDeadline}, ready: metav1.ConditionFalse, reason: reason,
+			stalled: true, argo: healthcheck.Degraded, flux: healthcheck.Failed}
 	}
-	crash := degraded(embedopsv1.CrashLoopBackOffReason, simulating(harness.SimulateCrashLoopBackOff,
+	waiting := func(reason string, option fixtures.Option) healthState {
+		return healthState{name: reason + "BeforeTheDeadline", options: []fixtures.Option{option}, ready: metav1.ConditionFalse, reason: reason,
+			argo: healthcheck.Progressing, flux: healthcheck.InProgress}
+	}
+	crash := stalled(embedopsv1.CrashLoopBackOffReason, simulating(harness.SimulateCrashLoopBackOff,
 		map[string]string{harness.SimulateMessageAnnotation: crashMessage}))
 	crash.fixture = "degraded.yaml"
-	pull := degraded(embedopsv1.ImagePullBackOffReason, simulating(harness.SimulateImagePullBackOff, nil))
+	pull := waiting(embedopsv1.ImagePullBackOffReason, simulating(harness.SimulateImagePullBackOff, nil))
 	pull.options = append(pull.options, func(s *embedopsv1.EmbeddingServer) { s.Spec.Image = missingImage })
 	pull.fixture = "image_pull_backoff.yaml"
+	node := waiting(embedopsv1.UnschedulableReason, fixtures.WithPodTemplate(unschedulable()))
+	node.fixture = "unschedulable.yaml"
+	noNode := stalled(embedopsv1.UnschedulableReason, fixtures.WithPodTemplate(unschedulable()))
+	noNode.fixture = "progress_deadline_exceeded.yaml"
 	return []healthState{
-		crash, pull,
-		degraded(embedopsv1.ErrImagePullReason, simulating(harness.SimulateErrImagePull, nil)),
-		degraded(embedopsv1.CreateContainerConfigErrorReason, simulating(harness.SimulateCreateContainerConfigError, nil)),
-		degraded(embedopsv1.OOMKilledReason, simulating(harness.SimulateOOMKilled, nil)),
-		degraded(embedopsv1.UnschedulableReason, fixtures.WithPodTemplate(unschedulable())),
+		crash, pull, node, noNode,
+		stalled(embedopsv1.ErrImagePullReason, simulating(harness.SimulateErrImagePull, nil)),
+		stalled(embedopsv1.CreateContainerConfigErrorReason, simulating(harness.SimulateCreateContainerConfigError, nil)),
+		stalled(embedopsv1.OOMKilledReason, simulating(harness.SimulateOOMKilled, nil)),
 		{name: "SecretNotFound", options: []fixtures.Option{fixtures.WithToken("hf-token", "token")},
-			ready: metav1.ConditionFalse, reason: embedopsv1.SecretNotFoundReason,
+			ready: metav1.ConditionFalse, reason: embedopsv1.SecretNotFoundReason, stalled: true,
 			argo: healthcheck.Degraded, flux: healthcheck.Failed, fixture: "stalled.yaml"},
 		{name: "RollingOut", change: func(s *embedopsv1.EmbeddingServer) {
 			simulating(harness.SimulateNotReady, nil)(s)
@@ -145,6 +165,9 @@ func recordState(t *testing.T, state healthState) (*embedopsv1.EmbeddingServer, 
 		update(t, key, state.change)
 	}
 	server := expectReadyWith(t, key, state.ready, state.reason, state.message)
+	if state.stalled {
+		server = expectStalled(t, key, state.reason)
+	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(server)
 	g.Expect(err).NotTo(HaveOccurred())
 	obj["apiVersion"], obj["kind"] = embedopsv1.GroupVersion.String(), embedopsv1.EmbeddingServerKind
@@ -164,6 +187,21 @@ func expectReadyWith(t *testing.T, key client.ObjectKey, status metav1.Condition
 		g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(Equal(message))
 		g.Expect(server.Status.ObservedGeneration).To(Equal(server.Generation))
 	}).WithTimeout(settle).Should(Succeed())
+	return server
+}
+
+// expectStalled waits until the server is Stalled with reason for its
+// current generation, Ready=False with the same reason.
+func expectStalled(t *testing.T, key client.ObjectKey, reason string) *embedopsv1.EmbeddingServer {
+	t.Helper()
+	server := &embedopsv1.EmbeddingServer{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(t.Context(), key, server)).To(Succeed())
+		g.Expect(conditions.IsTrue(server, embedopsv1.StalledCondition)).To(BeTrue(), describeStatus(server))
+		g.Expect(conditions.GetReason(server, embedopsv1.StalledCondition)).To(Equal(reason), describeStatus(server))
+		g.Expect(conditions.GetReason(server, embedopsv1.ReadyCondition)).To(Equal(reason), describeStatus(server))
+		g.Expect(server.Status.ObservedGeneration).To(Equal(server.Generation))
+	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
 	return server
 }
 

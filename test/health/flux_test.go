@@ -27,8 +27,11 @@ func TestFluxHealthCheckExprs(t *testing.T) {
 			"healthy.yaml":            healthcheck.Current,
 			"scaled_to_zero.yaml":     healthcheck.Current,
 			"degraded.yaml":           healthcheck.Failed,
-			"image_pull_backoff.yaml": healthcheck.Failed,
+			"image_pull_backoff.yaml": healthcheck.InProgress,
+			"unschedulable.yaml":      healthcheck.InProgress,
 			"no_ready_condition.yaml": healthcheck.InProgress,
+			// Pods past spec.progressDeadline are Stalled.
+			"progress_deadline_exceeded.yaml": healthcheck.Failed,
 		},
 	}
 	g := NewWithT(t)

@@ -44,25 +44,11 @@ if stalled ~= nil and stalled.status == "True" then
   return hs
 end
 
--- Ready reasons of pods failing for a reason that needs a change
--- (internal/controller degradedReasons): the controller keeps
--- Reconciling=True while it waits on them, so they are read first.
-local degradedReasons = {
-  ImagePullBackOff = true,
-  ErrImagePull = true,
-  CrashLoopBackOff = true,
-  CreateContainerConfigError = true,
-  OOMKilled = true,
-  Unschedulable = true,
-  EndpointUnavailable = true,
-}
-local ready = condition(obj.status, "Ready")
-if ready ~= nil and ready.status == "False" and degradedReasons[ready.reason] then
-  hs.status = "Degraded"
-  hs.message = messageOf(ready, "Pods are failing")
-  return hs
-end
-
+-- Pods waiting on a node, an image or a crash loop (Ready=False with the
+-- pods' reason) are progress until the server's spec.progressDeadline, as
+-- a Deployment's are until its progressDeadlineSeconds: the controller
+-- reports them with Reconciling=True, then with Stalled=True once the
+-- deadline passes without progress.
 local reconciling = condition(obj.status, "Reconciling")
 if reconciling ~= nil and reconciling.status == "True" then
   hs.status = "Progressing"
@@ -70,6 +56,7 @@ if reconciling ~= nil and reconciling.status == "True" then
   return hs
 end
 
+local ready = condition(obj.status, "Ready")
 if ready ~= nil and ready.status == "True" then
   hs.status = "Healthy"
   hs.message = messageOf(ready, "Ready")

@@ -80,6 +80,13 @@ type EmbeddingServerReconcilerOptions struct {
 	// ClusterDomain is the cluster's DNS domain, the suffix of status.url;
 	// empty means DefaultClusterDomain.
 	ClusterDomain string
+	// EndpointProber selects the controller's own pods, which a server's
+	// NetworkPolicy admits to the HTTP port while the endpoint check is on
+	// (see EndpointProber); nil admits none.
+	EndpointProber *networkingv1.NetworkPolicyPeer
+	// PopulateDeadline bounds each populate Job (activeDeadlineSeconds);
+	// 0 means none.
+	PopulateDeadline time.Duration
 	// Now is the clock spec.progressDeadline and the populate retry are
 	// measured with; nil means time.Now.
 	Now func() time.Time
@@ -107,6 +114,9 @@ type EmbeddingServerReconciler struct {
 	endpointInterval time.Duration
 	populatorImage   string
 	clusterDomain    string
+	prober           *networkingv1.NetworkPolicyPeer
+	populateDeadline time.Duration
+	primaryFamily    primaryFamily
 	now              func() time.Time
 }
 
@@ -130,6 +140,9 @@ type serverScope struct {
 	// statefulSet is the StatefulSet as reconcileReadiness read it, nil
 	// when it does not exist; its replica counts are the server's progress.
 	statefulSet *appsv1.StatefulSet
+	// facts are what the children depend on beyond the spec; set by
+	// factsOf.
+	facts *builder.Facts
 	// cache is the model cache of the binding in use, nil for mode None;
 	// set by reconcileBinding.
 	cache *builder.Cache
@@ -179,6 +192,7 @@ func (r *EmbeddingServerReconciler) SetupWithManager(_ context.Context, mgr ctrl
 	}
 	r.endpointInterval = opts.EndpointInterval
 	r.populatorImage = opts.PopulatorImage
+	r.prober, r.populateDeadline = opts.EndpointProber, opts.PopulateDeadline
 	domain, err := clusterDomain(opts.ClusterDomain)
 	if err != nil {
 		return err

@@ -68,24 +68,9 @@ func cachesFor(server *embedopsv1.EmbeddingServer) []*builder.Cache {
 	}
 }
 
-// teiEnvironment is the environment TEI starts with in a pod of template:
-// the image's ENV, HOSTNAME from the container runtime (the pod's name),
-// then the container's env in order, a later entry replacing an earlier
-// one as the kubelet does. A value from a Secret or ConfigMap stands as a
-// placeholder: clap only sees that it is set.
+// teiEnvironment is the environment TEI starts with in the first pod.
 func teiEnvironment(container corev1.Container) map[string]string {
-	env := map[string]string{"HOSTNAME": "server-0"}
-	for name, value := range tei.ImageEnv {
-		env[name] = value
-	}
-	for _, e := range container.Env {
-		value := e.Value
-		if e.ValueFrom != nil {
-			value = "from-" + e.Name
-		}
-		env[e.Name] = value
-	}
-	return env
+	return tei.ContainerEnvironment("server-0", container.Env)
 }
 
 // TestEveryTEIContainerParsesUnderTEIsCommandLine builds the StatefulSet of

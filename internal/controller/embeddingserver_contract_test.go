@@ -65,16 +65,9 @@ func TestServerStatefulSetParsesAsTEIParsesIt(t *testing.T) {
 	sts := waitForStatefulSet(t, g, key)
 	g.Expect(sts.Generation).To(Equal(int64(1)))
 	container := sts.Spec.Template.Spec.Containers[0]
-	environment := map[string]string{"HOSTNAME": "private-0"}
-	for name, value := range tei.ImageEnv {
-		environment[name] = value
-	}
-	for _, e := range container.Env {
-		environment[e.Name] = e.Value
-	}
-	parsed, err := tei.Parse(container.Args, environment)
+	parsed, err := tei.Parse(container.Args, tei.ContainerEnvironment("private-0", container.Env))
 	g.Expect(err).NotTo(HaveOccurred(), "TEI would exit with status 2")
-	g.Expect(parsed).To(HaveKey("hf_token"))
+	g.Expect(parsed).To(HaveKeyWithValue("hf_token", tei.Given{Value: "from-HF_TOKEN", Source: tei.Environment}))
 	// envtest's API server serves IPv4 Services only: the StatefulSet was
 	// built once, with the family the Service then got.
 	service := &corev1.Service{}

@@ -34,7 +34,7 @@ func caBundleVolumes(server *embedopsv1.EmbeddingServer) []corev1.Volume {
 	if ref == nil {
 		return nil
 	}
-	items := []corev1.KeyToPath{{Key: caBundleKey(ref), Path: caBundleFile}}
+	items := []corev1.KeyToPath{{Key: CABundleKey(ref), Path: caBundleFile}}
 	volume := corev1.Volume{Name: caBundleVolumeName}
 	if ref.Kind == "Secret" {
 		volume.Secret = &corev1.SecretVolumeSource{SecretName: ref.Name, Items: items, DefaultMode: new(caBundleMode)}
@@ -62,8 +62,8 @@ func caBundleEnv(server *embedopsv1.EmbeddingServer) []corev1.EnvVar {
 	return []corev1.EnvVar{{Name: caBundleFileEnv, Value: path.Join(CABundleDir, caBundleFile)}}
 }
 
-// caBundleKey is the bundle's key, defaulted as the schema does.
-func caBundleKey(ref *embedopsv1.CABundleRef) string {
+// CABundleKey is the bundle's key, defaulted as the schema does.
+func CABundleKey(ref *embedopsv1.CABundleRef) string {
 	if ref.Key == "" {
 		return caBundleFile
 	}

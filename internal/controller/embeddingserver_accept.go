@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 )
 
 // reconcileAccepted checks that the spec's references resolve: a token Secret
@@ -83,10 +84,7 @@ func (r *EmbeddingServerReconciler) refuseReference(scope *serverScope, reason, 
 // Secret, or "" when it has the key. It is read uncached, as the token
 // Secret is, and only the key's presence is looked at.
 func (r *EmbeddingServerReconciler) caBundleProblem(ctx context.Context, namespace string, ref *embedopsv1.CABundleRef) (string, error) {
-	key := ref.Key
-	if key == "" {
-		key = "ca.crt"
-	}
+	key := builder.CABundleKey(ref)
 	var keys []string
 	var err error
 	if ref.Kind == "Secret" {

@@ -75,7 +75,11 @@ func TestMetricsNeedAnAllowedServiceAccountToken(t *testing.T) {
 	g.Expect(forbidden.Status).To(Equal(http.StatusForbidden), "a token not allowed to get /metrics")
 	g.Expect(forbidden.Body).To(ContainSubstring("system:serviceaccount:" + namespace + ":stranger"))
 	g.Eventually(func() int { return scrape(t, g, proc.MetricsURL, scraper).Status }).Should(Equal(http.StatusOK), "a metrics-reader token")
-	g.Expect(scrape(t, g, proc.MetricsURL, scraper).Body).To(ContainSubstring(reconcileMetric))
+	// The metrics server answers before the controllers start: they wait
+	// for the leader election lease, and controller-runtime creates the
+	// reconcile counters when a controller starts (internal/controller
+	// initMetrics), so the metric shows up a moment later.
+	g.Eventually(func() string { return scrape(t, g, proc.MetricsURL, scraper).Body }).Should(ContainSubstring(reconcileMetric))
 
 	plain := "http" + strings.TrimPrefix(proc.MetricsURL, "https")
 	// Go's TLS server answers plain HTTP with 400 and closes the connection.

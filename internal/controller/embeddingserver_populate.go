@@ -63,6 +63,9 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 		message = fmt.Sprintf("populate Job %s cannot run yet: %s (it fails after --populate-deadline, then the server reports why)", job.Name, waiting.Message)
 	}
 	r.holdForPopulate(scope, embedopsv1.DownloadingReason, message)
+	if err := r.ledger.ReportPopulate(ctx, scope.binding, embedopsv1.DownloadingReason, message); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 
@@ -132,6 +135,9 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 	before := conditions.Get(scope.server, embedopsv1.ModelReadyCondition)
 	message := fmt.Sprintf("populate Job %s failed: %s", job.Name, detail)
 	r.holdForPopulate(scope, embedopsv1.DownloadFailedReason, message)
+	if err := r.ledger.ReportPopulate(ctx, scope.binding, embedopsv1.DownloadFailedReason, message); err != nil {
+		return ctrl.Result{}, err
+	}
 	if before == nil || before.Reason != embedopsv1.DownloadFailedReason || before.Message != message {
 		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, embedopsv1.DownloadFailedReason, "Populate", "%s", message)
 	}

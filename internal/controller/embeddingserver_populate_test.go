@@ -44,6 +44,11 @@ func TestSharedCacheIsPopulatedOnceByAJobBeforeServersStart(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no child is applied before the cache is populated: %v", err)
 	}
 
+	g.Eventually(func(g Gomega) {
+		binding := getBinding(t, g, namespace, bindingName)
+		g.Expect(conditions.GetReason(binding, embedopsv1.ModelReadyCondition)).To(Equal(embedopsv1.DownloadingReason))
+	}).Should(Succeed(), "the binding reports its populate Job")
+
 	completeJob(t, g, job, populated(commitA, digestA))
 
 	for _, key := range []types.NamespacedName{first, second} {
@@ -57,6 +62,8 @@ func TestSharedCacheIsPopulatedOnceByAJobBeforeServersStart(t *testing.T) {
 	g.Expect(cacheBindingOf(t, g, second)).To(Equal(bindingName), "status.cacheBinding names the binding once the pods mount it")
 	binding := getBinding(t, g, namespace, bindingName)
 	g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(int64(10))}))
+	g.Expect(conditions.IsTrue(binding, embedopsv1.ModelReadyCondition)).To(BeTrue(), "ModelReady is written with the realized cache")
+	g.Expect(conditions.GetMessage(binding, embedopsv1.ModelReadyCondition)).To(ContainSubstring(commitA))
 	var jobs batchv1.JobList
 	g.Expect(env.Client.List(t.Context(), &jobs, client.InNamespace(namespace))).To(Succeed())
 	g.Expect(jobs.Items).To(HaveLen(1), "one Job for the shared claim, whatever the number of servers")
@@ -82,6 +89,12 @@ func TestFailedPopulateJobHoldsTheServer(t *testing.T) {
 		g.Expect(warningEvents(t, g, namespace, "a", embedopsv1.DownloadFailedReason)).To(HaveLen(1))
 	}).Should(Succeed())
 	g.Expect(getBinding(t, g, namespace, bindingName).Status.Realized).To(BeNil())
+	g.Eventually(func(g Gomega) {
+		binding := getBinding(t, g, namespace, bindingName)
+		g.Expect(conditions.GetReason(binding, embedopsv1.ModelReadyCondition)).To(Equal(embedopsv1.DownloadFailedReason))
+		g.Expect(conditions.GetMessage(binding, embedopsv1.ModelReadyCondition)).To(ContainSubstring("the hub refused the token (401)"))
+		g.Expect(warningEvents(t, g, namespace, bindingName, embedopsv1.DownloadFailedReason)).To(HaveLen(1), "the binding tells its own story")
+	}).Should(Succeed())
 	err := env.Client.Get(t.Context(), key, &corev1.Service{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a failed download starts no server: %v", err)
 	checkConditions(t, g, key)

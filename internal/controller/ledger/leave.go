@@ -138,6 +138,7 @@ func (l *Ledger) latest(ctx context.Context, key types.NamespacedName) (*embedop
 func (l *Ledger) RecordRealized(ctx context.Context, binding *embedopsv1.ModelCacheBinding, found *embedopsv1.RealizedCache) (string, error) {
 	realized := decision.MergeRealized(binding.Status.Realized, found)
 	binding.Status.Realized = realized
+	markPopulated(binding, realized)
 	if err := l.updateStatus(ctx, binding); err != nil {
 		return "", fmt.Errorf("recording the realized cache: %w", err)
 	}

@@ -106,3 +106,18 @@ func TestArgsHaveUniqueFlagsAndVariables(t *testing.T) {
 	}
 	g.Expect(tei.Args).To(HaveLen(28), "router/src/main.rs v1.9.3 declares 28 arguments")
 }
+
+func TestValueFallsBackToTEIDefaults(t *testing.T) {
+	g := NewWithT(t)
+	parsed, err := tei.Parse([]string{"--model-id=a/b", "--port=8080"}, map[string]string{"HF_API_TOKEN": "old"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(parsed.Value("port")).To(Equal("8080"))
+	g.Expect(parsed.Value("prometheus_port")).To(Equal("9000"))
+	g.Expect(parsed.Value("hostname")).To(Equal("0.0.0.0"))
+	_, given := parsed.Lookup("revision")
+	g.Expect(given).To(BeFalse(), "no default: /info reports a null model_sha")
+	g.Expect(parsed.HubToken()).To(Equal("old"), "the deprecated token when HF_TOKEN is not set")
+	for id := range tei.Defaults {
+		g.Expect(tei.Args).To(ContainElement(HaveField("ID", id)))
+	}
+}

@@ -140,6 +140,14 @@ func NewTLS(t testing.TB, names ...string) *Hub {
 	return h
 }
 
+// NewHandler returns a hub with no models that serves no address of its
+// own: it is an http.Handler for a program to serve, such as the hub
+// stand-in image. Its URL is empty, and it sends LFS files by a redirect to
+// the scheme and host the request came to, as no second host plays the CDN.
+func NewHandler() *Hub {
+	return newHub()
+}
+
 func newHub() *Hub {
 	return &Hub{
 		done:     make(chan struct{}),
@@ -159,11 +167,13 @@ func (h *Hub) start(t testing.TB) {
 	t.Cleanup(h.Close)
 }
 
-// Close stops the hub: stalled requests end and later requests fail to
-// connect.
+// Close stops the hub: stalled requests end and, for a hub New or NewTLS
+// started, later requests fail to connect.
 func (h *Hub) Close() {
 	h.closed.Do(func() { close(h.done) })
-	h.server.Close()
+	if h.server != nil {
+		h.server.Close()
+	}
 }
 
 // AddCommit adds a commit of files to a model (created if new), points branch
@@ -443,7 +453,7 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, modelID, revi
 			// The hub sends LFS files from a CDN on another host, by an
 			// absolute URL: clients that follow relative redirects only
 			// (huggingface_hub _httpx_follow_relative_redirects) stop here.
-			http.Redirect(w, r, h.cdnURL+"/cdn-lfs/"+sum+"/"+escapePath(name), http.StatusFound)
+			http.Redirect(w, r, h.cdnBase(r)+"/cdn-lfs/"+sum+"/"+escapePath(name), http.StatusFound)
 			return
 		}
 		if !strip {
@@ -453,6 +463,19 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, modelID, revi
 		return
 	}
 	h.fail(w, http.StatusNotFound, "EntryNotFound", "Entry not found")
+}
+
+// cdnBase is the CDN's base URL: the started server's other host name, or,
+// for a hub made by NewHandler, the host the request came to.
+func (h *Hub) cdnBase(r *http.Request) string {
+	if h.cdnURL != "" {
+		return h.cdnURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // serveCDN serves an LFS file's content by sha256, without authorization.

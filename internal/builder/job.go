@@ -56,9 +56,12 @@ func PopulateJobName(binding string) string {
 // runs at most facts.PopulateDeadline. The binding owns the Job, so it
 // lives as long as the claim. The pod template is immutable, so the
 // controller creates the Job and never updates it.
+//
+// A PerReplica binding's Job only resolves the revision (ResolvesFirst):
+// `--resolve-only`, on no volume.
 func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, cache *Cache, facts Facts) (*batchv1.Job, error) {
-	if cache.mode() != embedopsv1.CacheModeShared || cache.PopulatorImage == "" {
-		return nil, fmt.Errorf("%w: a populate Job needs a Shared cache with a populator image", errInvalidCache)
+	if !cache.Populated() {
+		return nil, fmt.Errorf("%w: a populate Job needs a cache with a populator image", errInvalidCache)
 	}
 	serverPod, err := PodTemplate(server, cache, facts)
 	if err != nil {
@@ -66,6 +69,9 @@ func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCa
 	}
 	labels := map[string]string{embedopsv1.PopulatesLabel: binding.Name}
 	container := populateContainer(server, cache, []string{"--all-backends"})
+	if cache.mode() == embedopsv1.CacheModePerReplica {
+		container = resolveContainer(server, cache)
+	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{

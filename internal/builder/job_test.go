@@ -47,16 +47,67 @@ func TestPopulateJob(t *testing.T) {
 	g.Expect(populate.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageReadFile))
 }
 
-func TestPopulateJobNeedsSharedPopulatedCache(t *testing.T) {
+func TestPopulateJobNeedsAPopulatedCache(t *testing.T) {
 	binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
 	for name, cache := range map[string]*builder.Cache{
-		"shared without image": sharedCache("b", "10Gi"),
-		"per replica":          withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"),
+		"shared without image":      sharedCache("b", "10Gi"),
+		"per replica without image": perReplicaCache("cache-1", "", "10Gi"),
+		"none":                      withPopulator(&builder.Cache{Mode: embedopsv1.CacheModeNone}, "p:1"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			_, err := builder.PopulateJob(server("s"), binding, cache, builder.Facts{})
-			g.Expect(err).To(MatchError(ContainSubstring("a populate Job needs a Shared cache")))
+			g.Expect(err).To(MatchError(ContainSubstring("a populate Job needs a cache with a populator image")))
+		})
+	}
+}
+
+func TestPerReplicaPopulateJobOnlyResolvesTheRevision(t *testing.T) {
+	g := NewWithT(t)
+	s := server("s", fixtures.WithModel("BAAI/bge-large-en-v1.5", "main"), fixtures.WithToken("hf", "token"),
+		fixtures.WithEnv(corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}))
+	binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "bge-1", Namespace: "ns", UID: "uid-1"}}
+	cache := withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:1")
+	g.Expect(builder.ResolvesFirst(s, cache)).To(BeTrue())
+
+	job, err := builder.PopulateJob(s, binding, cache, builder.Facts{})
+
+	g.Expect(err).NotTo(HaveOccurred())
+	pod := job.Spec.Template.Spec
+	g.Expect(pod.Volumes).To(BeEmpty(), "a PerReplica binding has no claim of its own to mount")
+	resolve := pod.Containers[0]
+	g.Expect(resolve.Name).To(Equal(builder.PopulateContainerName), "the controller reads its termination message as a populate container's")
+	g.Expect(resolve.Command).To(Equal([]string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5",
+		"--revision", "main", "--resolve-only", "--termination-log", "/dev/termination-log"}))
+	g.Expect(resolve.VolumeMounts).To(BeEmpty())
+	g.Expect(resolve.Env).To(ConsistOf(secretEnv("HF_TOKEN", "hf", "token"), corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}),
+		"the hub, the token and the network settings are the downloader's")
+	g.Expect(resolve.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageReadFile))
+}
+
+func TestResolvesFirstOnlyWhileTheCommitIsUnknown(t *testing.T) {
+	commit := strings.Repeat("a", 40)
+	populated := func(resolved string) *builder.Cache {
+		cache := withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1")
+		cache.ResolvedCommit = resolved
+		return cache
+	}
+	cases := []struct {
+		name   string
+		server *embedopsv1.EmbeddingServer
+		cache  *builder.Cache
+		want   bool
+	}{
+		{"branch, nothing recorded", server("s"), populated(""), true},
+		{"branch, commit recorded", server("s"), populated(commit), false},
+		{"commit revision", server("s", fixtures.WithModel("org/m", commit)), populated(""), false},
+		{"no populator", server("s"), perReplicaCache("cache-1", "", "10Gi"), false},
+		{"shared", server("s"), withPopulator(sharedCache("b", "10Gi"), "p:1"), false},
+		{"no cache", server("s"), nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(builder.ResolvesFirst(tc.server, tc.cache)).To(Equal(tc.want))
 		})
 	}
 }

@@ -66,6 +66,33 @@ func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache, selecti
 	}
 }
 
+// ResolvesFirst reports whether a PerReplica cache's binding runs a resolve
+// Job before the StatefulSet starts: with a populator, on a revision that
+// is not a commit yet, and before the binding recorded its commit. TEI
+// then starts on --revision=<commit> at once; resolving in each pod's init
+// container instead would start the first pods on the branch and roll
+// every pod again when the commit is recorded.
+func ResolvesFirst(server *embedopsv1.EmbeddingServer, cache *Cache) bool {
+	return cache != nil && cache.mode() == embedopsv1.CacheModePerReplica && cache.Populated() &&
+		cache.ResolvedCommit == "" && !commitPattern.MatchString(revision(server))
+}
+
+// resolveContainer runs `embedops populate --resolve-only`: it asks the hub
+// which commit the revision names, with the settings the downloader has,
+// and writes only that to its termination message; it downloads nothing
+// and mounts no cache.
+func resolveContainer(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Container {
+	container := populateContainer(server, cache, nil)
+	container.Command = []string{
+		"/embedops", "populate",
+		"--model", server.Spec.Model.Name,
+		"--revision", revision(server),
+		"--resolve-only", "--termination-log", TerminationLogPath,
+	}
+	container.VolumeMounts = caBundleMounts(server)
+	return container
+}
+
 // downloaderEnv is what the downloader reads of TEI's environment: HF_TOKEN
 // from its Secret, SSL_CERT_FILE for the CA bundle, and the spec.env
 // variables that say where the hub is and how to reach it

@@ -23,6 +23,7 @@ type populateOptions struct {
 	dir            string
 	image          string
 	allBackends    bool
+	resolveOnly    bool
 	verify         string
 	output         string
 	terminationLog string
@@ -36,7 +37,7 @@ type terminationMessage struct {
 func newPopulateCommand() *cobra.Command {
 	opts := populateOptions{}
 	cmd := &cobra.Command{
-		Use:   "populate --model MODEL --dir DIR",
+		Use:   "populate --model MODEL (--dir DIR | --resolve-only)",
 		Short: "Download a model from the HuggingFace hub into a TEI cache directory",
 		Long: "populate downloads a model repository at a revision into DIR in the cache layout TEI reads\n" +
 			"(HUGGINGFACE_HUB_CACHE), verifying every file against the hub's listing, and records what it\n" +
@@ -64,12 +65,13 @@ func newPopulateCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.image, "image", "", "TEI image that reads the cache: download only the files it reads (empty: every file)")
 	cmd.Flags().BoolVar(&opts.allBackends, "all-backends", false,
 		"download what any TEI backend reads (ONNX Runtime, candle, python), whatever --image says: for a cache servers running different images share")
+	cmd.Flags().BoolVar(&opts.resolveOnly, "resolve-only", false,
+		"only ask the hub which commit --revision names and print that: no --dir, nothing downloaded (the controller pins a new server's replicas to one commit with it)")
 	cmd.Flags().StringVar(&opts.verify, "verify", string(populate.VerifySizes),
 		"how to check a snapshot the cache holds: sizes (no file is read) or full (every file is hashed)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputJSON, "output format: json or yaml")
 	cmd.Flags().StringVar(&opts.terminationLog, "termination-log", "", "also write the result as JSON to this file (a pod's terminationMessagePath)")
 	_ = cmd.MarkFlagRequired("model")
-	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
 
@@ -104,6 +106,9 @@ func populateWith(ctx context.Context, stderr io.Writer, getenv func(string) str
 	if err != nil {
 		return nil, usageErrorf("--verify: %w", err)
 	}
+	if (opts.dir == "") != opts.resolveOnly {
+		return nil, usageErrorf("give either --dir, the cache to fill, or --resolve-only")
+	}
 	options, err := populate.EnvOptions(getenv)
 	if err != nil {
 		return nil, err
@@ -111,6 +116,9 @@ func populateWith(ctx context.Context, stderr io.Writer, getenv func(string) str
 	options.Model, options.Revision, options.Dir = opts.model, opts.revision, opts.dir
 	options.Image, options.AllBackends, options.Verify = opts.image, opts.allBackends, verify
 	options.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	if opts.resolveOnly {
+		return populate.Resolve(ctx, options)
+	}
 	return populate.Run(ctx, options)
 }
 

@@ -125,7 +125,8 @@ func TestPopulateReportsBadInput(t *testing.T) {
 		usage   bool
 	}{
 		{"no model", []string{"populate", "--dir", "d"}, `required flag(s) "model" not set`, false},
-		{"no directory", []string{"populate", "--model", "org/m"}, `required flag(s) "dir" not set`, false},
+		{"no directory", []string{"populate", "--model", "org/m"}, "give either --dir, the cache to fill, or --resolve-only", true},
+		{"directory and resolve only", []string{"populate", "--model", "org/m", "--dir", "d", "--resolve-only"}, "give either --dir", true},
 		{"unknown format", []string{"populate", "--model", "org/m", "--dir", "d", "-o", "xml"}, `unknown output format "xml"`, true},
 		{"invalid model", []string{"populate", "--model", "../m", "--dir", "d"}, `invalid model "../m"`, false},
 		{"unknown verification", []string{"populate", "--model", "org/m", "--dir", "d", "--verify", "quick"}, `--verify: invalid verification "quick": want sizes or full`, true},
@@ -247,4 +248,21 @@ func TestPopulateRecordsABadEnvironmentInTheTerminationLog(t *testing.T) {
 	g.Expect(readErr).NotTo(HaveOccurred())
 	g.Expect(string(logged)).To(ContainSubstring("HF_HUB_DOWNLOAD_TIMEOUT"))
 	g.Expect(hub.Requests()).To(BeEmpty())
+}
+
+func TestPopulateResolveOnlyRecordsTheCommitAndDownloadsNothing(t *testing.T) {
+	g := NewWithT(t)
+	hub, commit, _ := standInHub(t)
+	terminationLog := filepath.Join(t.TempDir(), "termination-log")
+
+	out, _, err := runCLI("", "populate", "--model", "org/m", "--revision", "main", "--resolve-only",
+		"--termination-log", terminationLog)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decodeStrict(g, []byte(out))).To(Equal(populated{ResolvedCommit: commit}))
+	logged, err := os.ReadFile(terminationLog)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decodeStrict(g, logged).ResolvedCommit).To(Equal(commit))
+	g.Expect(hub.Requests()).To(ConsistOf(HaveField("Authorization", "Bearer hf_cli_secret")),
+		"one request, the revision's, with the token")
 }

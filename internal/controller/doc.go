@@ -58,7 +58,10 @@
 //     PerReplica pods run `embedops populate` as the init container
 //     builder.PopulateContainerName, which downloads what the TEI image
 //     reads; once the binding recorded the commit, TEI and the populator
-//     run --revision=<commit> (builder.Cache.ResolvedCommit). ModelReady is
+//     run --revision=<commit> (builder.Cache.ResolvedCommit). A new binding
+//     records it before its StatefulSet exists, from a resolve-only Job
+//     (builder.ResolvesFirst, reconcilePopulate), so the pods start on the
+//     commit and the StatefulSet rolls out once. ModelReady is
 //     read from that container's termination message only (modelReportOf);
 //     the first result fills the binding's unset status.realized fields,
 //     which are never overwritten: a pod reporting another commit is a

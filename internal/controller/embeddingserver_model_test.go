@@ -135,6 +135,19 @@ func withPopulator(opts *ManagerOptions) {
 	opts.EmbeddingServer.PopulatorImage = "embedops-controller:test"
 }
 
+// completeResolveJob plays the Job controller and the kubelet for the
+// resolve Job a new PerReplica binding with a populator runs before its
+// StatefulSet (builder.ResolvesFirst): the revision resolved to commit.
+// It returns the binding's name.
+func completeResolveJob(t *testing.T, g *WithT, namespace, commit string) string {
+	t.Helper()
+	binding := cacheBindingOfJob(t, g, namespace)
+	job := populateJobOf(t, g, namespace, binding)
+	g.Expect(job.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--resolve-only"))
+	completeJob(t, g, job, terminatedPopulate(0, `{"resolvedCommit":"`+commit+`","contentDigest":"","files":0,"bytes":0}`))
+	return binding
+}
+
 // createServerPod plays the StatefulSet controller: it creates the pod
 // <server>-<ordinal> with the pod template's labels, and sets the status of
 // its populate init container.
@@ -159,6 +172,7 @@ func TestServerPodsPopulateTheirCacheBeforeTEIStartsOffline(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2)))
+	completeResolveJob(t, g, namespace, commitA)
 
 	sts := waitForStatefulSet(t, g, key)
 	template := sts.Spec.Template.Spec
@@ -202,12 +216,13 @@ func TestServerReportsAFailedPopulate(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	completeResolveJob(t, g, namespace, commitA)
 
 	createServerPod(t, g, key, "0", terminatedPopulate(1, `{"error":"revision nope not found"}`))
 	server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadFailedReason)
 	g.Expect(conditions.GetMessage(server, embedopsv1.ModelReadyCondition)).To(ContainSubstring("tei-0: revision nope not found"))
 	binding := getBinding(t, g, namespace, waitForBinding(t, g, key, "").Name)
-	g.Expect(binding.Status.Realized).To(BeNil())
+	g.Expect(binding.Status.Realized).To(Equal(&embedopsv1.RealizedCache{ResolvedCommit: commitA}), "only the resolve Job's commit")
 	checkConditions(t, g, key)
 }
 
@@ -229,6 +244,7 @@ func TestPodsOfAnEarlierBindingAreNotRead(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	completeResolveJob(t, g, namespace, commitA)
 	sts := waitForStatefulSet(t, g, key)
 	g.Expect(sts.Spec.Template.Labels).To(HaveKey(embedopsv1.CacheBindingLabel))
 

@@ -31,19 +31,32 @@ const DefaultPopulateDeadline = time.Hour
 // status and its pod's logs, before it is deleted and created again.
 const populateRetryAfter = 5 * time.Minute
 
-// reconcilePopulate fills a Shared claim once, with the binding's populate
-// Job, before any server starts on it: until the Job succeeded the
-// remaining phases are held, so a new server has no StatefulSet yet and a
-// server moving to a new binding keeps running on its old one. The Job's
-// result is recorded on the binding; ModelReady tells the server's side.
+// reconcilePopulate runs the binding's populate Job before any server
+// starts on it, and holds the remaining phases until it succeeded, so a new
+// server has no StatefulSet yet and a server moving to a new binding keeps
+// running on its old one. A Shared claim is filled once by the Job; a
+// PerReplica binding's Job only resolves the revision to a commit
+// (builder.ResolvesFirst), so every replica starts on that commit and the
+// StatefulSet rolls out once. The Job's result is recorded on the binding;
+// ModelReady tells the server's side.
 func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	cache, binding := scope.cache, scope.binding
-	if cache == nil || cache.Mode != embedopsv1.CacheModeShared || !cache.Populated() || binding == nil {
+	if cache == nil || binding == nil || !cache.Populated() {
 		return ctrl.Result{}, nil
 	}
-	if realized := binding.Status.Realized; realized != nil && realized.ResolvedCommit != "" {
-		conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
-			"model commit %s is in the shared cache %s", realized.ResolvedCommit, cache.ClaimName)
+	switch cache.Mode {
+	case embedopsv1.CacheModeShared:
+		if realized := binding.Status.Realized; realized != nil && realized.ResolvedCommit != "" {
+			conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
+				"model commit %s is in the shared cache %s", realized.ResolvedCommit, cache.ClaimName)
+			return ctrl.Result{}, nil
+		}
+	case embedopsv1.CacheModePerReplica:
+		cache.ResolvedCommit = scope.resolvedCommit
+		if !builder.ResolvesFirst(scope.server, cache) {
+			return ctrl.Result{}, nil
+		}
+	default:
 		return ctrl.Result{}, nil
 	}
 	job, err := r.populateJob(ctx, scope)
@@ -56,7 +69,7 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 	if isJobFinished(job, batchv1.JobFailed) {
 		return r.retryFailedJob(ctx, scope, job, r.jobFailure(ctx, job))
 	}
-	message := fmt.Sprintf("populate Job %s is downloading %s into the shared cache %s", job.Name, scope.server.Spec.Model.Name, cache.ClaimName)
+	message := runningJobMessage(scope, job)
 	if waiting, err := r.jobPodWaiting(ctx, job); err != nil {
 		return ctrl.Result{}, err
 	} else if waiting != nil {
@@ -67,6 +80,16 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
+}
+
+// runningJobMessage says what the running populate Job does.
+func runningJobMessage(scope *serverScope, job *batchv1.Job) string {
+	model := scope.server.Spec.Model
+	if scope.cache.Mode == embedopsv1.CacheModePerReplica {
+		return fmt.Sprintf("populate Job %s is resolving %s at %s on the hub, so every replica starts on one commit",
+			job.Name, model.Name, builder.ServedRevision(scope.server, scope.cache))
+	}
+	return fmt.Sprintf("populate Job %s is downloading %s into the shared cache %s", job.Name, model.Name, scope.cache.ClaimName)
 }
 
 // jobPodWaiting is why the running Job's pod does not run (an image it
@@ -120,8 +143,17 @@ func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *
 		return r.retryFailedJob(ctx, scope, job, detail)
 	}
 	found := realizedOf(outcome.result.Result)
+	if scope.cache.Mode == embedopsv1.CacheModePerReplica {
+		// Only the commit: the replicas' init containers record what they
+		// cached of it (decision.MergeRealized fills the rest).
+		found = &embedopsv1.RealizedCache{ResolvedCommit: outcome.result.ResolvedCommit}
+	}
 	if err := r.recordRealized(ctx, scope, found); err != nil {
 		return ctrl.Result{}, err
+	}
+	if scope.cache.Mode == embedopsv1.CacheModePerReplica {
+		scope.cache.ResolvedCommit = scope.resolvedCommit
+		return ctrl.Result{}, nil
 	}
 	conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
 		"model commit %s is in the shared cache %s", scope.resolvedCommit, scope.cache.ClaimName)

@@ -149,6 +149,9 @@ func selectionOf(image string, all bool) ([]Backend, string) {
 // complete snapshot is checked, and for when the cache is used without the
 // hub.
 func Run(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("%w options: no cache directory", ErrInvalid)
+	}
 	p, err := newPopulator(opts)
 	if err != nil {
 		return nil, err
@@ -184,9 +187,6 @@ func newPopulator(opts Options) (*populator, error) {
 	}
 	if err := validRevision(opts.Revision); err != nil {
 		return nil, err
-	}
-	if opts.Dir == "" {
-		return nil, fmt.Errorf("%w options: no cache directory", ErrInvalid)
 	}
 	if opts.Verify == "" {
 		opts.Verify = VerifySizes

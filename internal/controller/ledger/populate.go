@@ -58,9 +58,14 @@ func (l *Ledger) reread(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 }
 
 // markPopulated sets a Shared binding's ModelReady to the commit its Job
-// put into the claim; a PerReplica binding's pods report on their server.
+// put into the claim. A PerReplica binding's Job only resolved the commit:
+// its report ends, and the replicas' pods report on their server.
 func markPopulated(binding *embedopsv1.ModelCacheBinding, realized *embedopsv1.RealizedCache) {
-	if binding.Spec.Decision.Mode != embedopsv1.CacheModeShared || realized.ResolvedCommit == "" {
+	if realized.ResolvedCommit == "" {
+		return
+	}
+	if binding.Spec.Decision.Mode != embedopsv1.CacheModeShared {
+		conditions.Delete(binding, embedopsv1.ModelReadyCondition)
 		return
 	}
 	conditions.MarkTrue(binding, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,

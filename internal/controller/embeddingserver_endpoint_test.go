@@ -180,7 +180,7 @@ func TestServerEndpointCheckOnAPopulatedCacheComparesTheResolvedCommit(t *testin
 	// first pods start on it, so the StatefulSet rolls out once.
 	waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadingReason)
 	g.Expect(apierrors.IsNotFound(env.Client.Get(t.Context(), key, &appsv1.StatefulSet{}))).To(BeTrue())
-	completeResolveJob(t, g, namespace, commitA)
+	completeResolveJob(t, g, namespace)
 	sts := waitForStatefulSet(t, g, key)
 	g.Expect(sts.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--revision="+commitA), "the resolved commit from the start")
 	g.Expect(sts.Spec.Template.Spec.InitContainers[0].Command).To(ContainElements("--revision", commitA))

@@ -27,7 +27,7 @@ const (
 
 // populated is a populate init container that exited 0 with a result.
 func populated(commit, digest string) corev1.ContainerStatus {
-	return terminatedPopulate(0, `{"resolvedCommit":"`+commit+`","contentDigest":"`+digest+`","files":3,"bytes":10}`)
+	return terminatedPopulate(0, `{"resolvedCommit":"`+commitA+`","contentDigest":"`+digest+`","files":3,"bytes":10}`)
 }
 
 // terminatedPopulate is a populate init container that exited.
@@ -137,14 +137,14 @@ func withPopulator(opts *ManagerOptions) {
 
 // completeResolveJob plays the Job controller and the kubelet for the
 // resolve Job a new PerReplica binding with a populator runs before its
-// StatefulSet (builder.ResolvesFirst): the revision resolved to commit.
+// StatefulSet (builder.ResolvesFirst): the revision resolved to commitA.
 // It returns the binding's name.
-func completeResolveJob(t *testing.T, g *WithT, namespace, commit string) string {
+func completeResolveJob(t *testing.T, g *WithT, namespace string) string {
 	t.Helper()
 	binding := cacheBindingOfJob(t, g, namespace)
 	job := populateJobOf(t, g, namespace, binding)
 	g.Expect(job.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--resolve-only"))
-	completeJob(t, g, job, terminatedPopulate(0, `{"resolvedCommit":"`+commit+`","contentDigest":"","files":0,"bytes":0}`))
+	completeJob(t, g, job, terminatedPopulate(0, `{"resolvedCommit":"`+commitA+`","contentDigest":"","files":0,"bytes":0}`))
 	return binding
 }
 
@@ -172,7 +172,7 @@ func TestServerPodsPopulateTheirCacheBeforeTEIStartsOffline(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2)))
-	completeResolveJob(t, g, namespace, commitA)
+	completeResolveJob(t, g, namespace)
 
 	sts := waitForStatefulSet(t, g, key)
 	template := sts.Spec.Template.Spec
@@ -216,7 +216,7 @@ func TestServerReportsAFailedPopulate(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	completeResolveJob(t, g, namespace, commitA)
+	completeResolveJob(t, g, namespace)
 
 	createServerPod(t, g, key, "0", terminatedPopulate(1, `{"error":"revision nope not found"}`))
 	server := waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadFailedReason)
@@ -244,7 +244,7 @@ func TestPodsOfAnEarlierBindingAreNotRead(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 	startManager(t, namespace, withPopulator)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	completeResolveJob(t, g, namespace, commitA)
+	completeResolveJob(t, g, namespace)
 	sts := waitForStatefulSet(t, g, key)
 	g.Expect(sts.Spec.Template.Labels).To(HaveKey(embedopsv1.CacheBindingLabel))
 

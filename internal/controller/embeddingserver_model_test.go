@@ -27,7 +27,7 @@ const (
 
 // populated is a populate init container that exited 0 with a result.
 func populated(commit, digest string) corev1.ContainerStatus {
-	return terminatedPopulate(0, `{"resolvedCommit":"`+commitA+`","contentDigest":"`+digest+`","files":3,"bytes":10}`)
+	return terminatedPopulate(0, `{"resolvedCommit":"`+commit+`","contentDigest":"`+digest+`","files":3,"bytes":10}`)
 }
 
 // terminatedPopulate is a populate init container that exited.
@@ -138,14 +138,12 @@ func withPopulator(opts *ManagerOptions) {
 // completeResolveJob plays the Job controller and the kubelet for the
 // resolve Job a new PerReplica binding with a populator runs before its
 // StatefulSet (builder.ResolvesFirst): the revision resolved to commitA.
-// It returns the binding's name.
-func completeResolveJob(t *testing.T, g *WithT, namespace string) string {
+func completeResolveJob(t *testing.T, g *WithT, namespace string) {
 	t.Helper()
 	binding := cacheBindingOfJob(t, g, namespace)
 	job := populateJobOf(t, g, namespace, binding)
 	g.Expect(job.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--resolve-only"))
 	completeJob(t, g, job, terminatedPopulate(0, `{"resolvedCommit":"`+commitA+`","contentDigest":"","files":0,"bytes":0}`))
-	return binding
 }
 
 // createServerPod plays the StatefulSet controller: it creates the pod

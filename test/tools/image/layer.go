@@ -5,7 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -13,9 +17,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// nonRootID is the user and group the image runs as: distroless's nonroot,
-// which config/manager's Deployment also sets.
+// nonRootID is the user and group the controller image runs as:
+// distroless's nonroot, which config/manager's Deployment also sets.
 const nonRootID = 65532
+
+// nonRootUser is nonRootID as an image config's User.
+var nonRootUser = fmt.Sprintf("%d:%d", nonRootID, nonRootID)
 
 // epoch is the time of every file, so the same inputs give the same layer.
 var epoch = time.Unix(0, 0).UTC()
@@ -29,7 +36,8 @@ type file struct {
 }
 
 // rootfs is the image's only layer: the directories, passwd and group with
-// the non-root user, the CA bundle and the binaries.
+// the non-root user, the CA bundle, and each binary at its path in the
+// image (by binaryPaths, to its local path), with its parent directories.
 func rootfs(binaryPaths map[string]string, caBundle string) (v1.Layer, error) {
 	ca, err := os.ReadFile(caBundle)
 	if err != nil {
@@ -46,12 +54,14 @@ func rootfs(binaryPaths map[string]string, caBundle string) (v1.Layer, error) {
 		{name: "home/nonroot/", mode: 0o700, dir: true},
 		{name: "tmp/", mode: 0o1777, dir: true},
 	}
-	for _, name := range binaries {
+	for _, name := range slices.Sorted(maps.Keys(binaryPaths)) {
 		data, err := os.ReadFile(binaryPaths[name])
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", name, err)
 		}
-		files = append(files, file{name: name, mode: 0o755, data: data})
+		rel := strings.TrimPrefix(name, "/")
+		files = append(files, parents(files, rel)...)
+		files = append(files, file{name: rel, mode: 0o755, data: data})
 	}
 	content, err := tarOf(files)
 	if err != nil {
@@ -60,6 +70,18 @@ func rootfs(binaryPaths map[string]string, caBundle string) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(content)), nil
 	}, tarball.WithMediaType(types.OCILayer))
+}
+
+// parents are the directories above name that files lacks, outermost
+// first.
+func parents(files []file, name string) []file {
+	var dirs []file
+	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+		if !slices.ContainsFunc(files, func(f file) bool { return f.name == dir+"/" }) {
+			dirs = append([]file{{name: dir + "/", mode: 0o755, dir: true}}, dirs...)
+		}
+	}
+	return dirs
 }
 
 // tarOf writes files as an uncompressed tar; the home directory belongs to

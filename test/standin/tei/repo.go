@@ -59,7 +59,7 @@ func (h *hubFiles) get(ctx context.Context, file string) (string, error) {
 	}
 	info, err := h.resolve(ctx)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", file, err)
 	}
 	if !info.has(file) {
 		return "", fmt.Errorf("%s at %s: %w: %s", h.modelID, h.revision, errNotOnHub, file)
@@ -67,7 +67,7 @@ func (h *hubFiles) get(ctx context.Context, file string) (string, error) {
 	h.log.Info("Downloading", "filename", file)
 	body, blob, err := h.hub.download(ctx, h.modelID, info.SHA, file)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", file, err)
 	}
 	defer func() { _ = body.Close() }()
 	return h.cache.put(info.SHA, file, blob, body)

@@ -49,7 +49,8 @@ func run(ctx context.Context, argv []string, env map[string]string, stdout, stde
 	}
 	log := newLogger(stdout, c.jsonOutput)
 	if err := serve(ctx, c, log, ready); err != nil {
-		log.Error(err.Error())
+		// main returns the error: Rust prints it to stderr and exits 1.
+		fmt.Fprintln(stderr, "Error:", err)
 		return 1
 	}
 	return 0

@@ -136,7 +136,7 @@ func TestFailsToStartWithoutTheModel(t *testing.T) {
 			}
 			p := start(t, args("--model-id="+testModel), containerEnv(t.TempDir(), hub.URL, tc.env))
 			g.Expect(p.exitCode()).To(Equal(1))
-			g.Expect(p.stdout.String()).To(ContainSubstring(tc.message))
+			g.Expect(p.stderr.String()).To(HavePrefix("Error: " + tc.message))
 		})
 	}
 }

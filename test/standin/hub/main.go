@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,7 +27,7 @@ func main() {
 	flag.Parse()
 	opts.models = models
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, opts, os.Stdout, nil)
+	err := run(ctx, opts, os.Stdout, func(addr net.Addr) { fmt.Fprintln(os.Stderr, "hub: serving on", addr) })
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hub:", err)

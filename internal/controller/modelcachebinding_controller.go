@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -45,7 +46,10 @@ func (r *ModelCacheBindingReconciler) SetupWithManager(mgr ctrl.Manager, l *ledg
 	r.client, r.ledger = mgr.GetClient(), l
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&embedopsv1.ModelCacheBinding{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
+		// A PerReplica claim is made by the StatefulSet controller and has
+		// no owner: it is mapped by its embedops.dev/cache-binding label,
+		// as a Shared claim, which the binding also controls, is.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(bindingOfClaim)).
 		Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfStorageClass)).
 		Complete(r)
 }
@@ -60,6 +64,17 @@ func (r *ModelCacheBindingReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return r.ledger.Advance(ctx, binding)
+}
+
+// bindingOfClaim maps a cache claim to the binding its
+// embedopsv1.CacheBindingLabel names (builder: claim templates and Shared
+// claims carry it), so the binding's Ready follows its claims' phases.
+func bindingOfClaim(_ context.Context, claim client.Object) []reconcile.Request {
+	name := claim.GetLabels()[embedopsv1.CacheBindingLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: claim.GetNamespace(), Name: name}}}
 }
 
 // bindingsOfStorageClass maps a StorageClass to the bindings that record it.

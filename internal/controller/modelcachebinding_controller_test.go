@@ -158,3 +158,33 @@ func TestRevertedDecisionReusesTheIdleBinding(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(listBindings(t, g, namespace)).To(HaveLen(2))
 }
+
+func TestPerReplicaBindingTurnsReadyWhenItsClaimsBind(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	binding := waitForBinding(t, g, key, "")
+	names := binding.Spec.Resources.PersistentVolumeClaimNames
+	g.Expect(names).To(HaveLen(1))
+
+	// The StatefulSet controller makes the claim from the template, with
+	// its labels and no owner reference.
+	template := waitForStatefulSet(t, g, key).Spec.VolumeClaimTemplates[0]
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: names[0], Labels: template.Labels},
+		Spec:       template.Spec,
+	}
+	g.Expect(claim.Labels).To(HaveKeyWithValue(embedopsv1.CacheBindingLabel, binding.Name))
+	g.Expect(env.Client.Create(t.Context(), claim)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getBinding(t, g, namespace, binding.Name).Status.Conditions).To(ContainElement(And(
+			HaveField("Type", embedopsv1.ReadyCondition), HaveField("Reason", embedopsv1.PendingReason), HaveField("Message", "0/1 claims bound"))))
+	}).Should(Succeed())
+
+	// The PersistentVolume controller binds it: only the claim changes.
+	claim.Status.Phase = corev1.ClaimBound
+	g.Expect(env.Client.Status().Update(t.Context(), claim)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getBinding(t, g, namespace, binding.Name).Status.Conditions).To(ContainElement(And(
+			HaveField("Type", embedopsv1.ReadyCondition), HaveField("Status", metav1.ConditionTrue), HaveField("Message", "1/1 claims bound"))))
+	}).Should(Succeed())
+}

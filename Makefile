@@ -14,7 +14,11 @@ GOLANGCI_LINT := $(BIN)/golangci-lint
 KUBE_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 KWOK_TOOLS := kwok kwokctl
 FLUX_TOOLS := source-controller kustomize-controller
-TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) controller-gen golangci-lint
+# The real node's binaries (test/harness node.go): kubelet and kube-proxy from
+# the kube module, CoreDNS (cluster DNS) from test/tools/coredns.
+NODE_KUBE_TOOLS := kubelet kube-proxy
+NODE_TOOLS := $(NODE_KUBE_TOOLS) coredns
+TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(NODE_TOOLS) controller-gen golangci-lint
 # Third-party CRDs the provenance tests install: Flux's from the Flux tools
 # module, Argo CD's from its module (Argo CD itself is not built).
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
@@ -127,7 +131,7 @@ run: manifests ## Run the controller against the current kubeconfig.
 ##@ Tools
 
 .PHONY: tools
-tools: check-git $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) ## Build the missing test binaries into ./bin.
+tools: check-git node-packages $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
 
 # The audit's clone tests run git-upload-pack (go-git's file transport looks
 # on PATH, then in `git --exec-path`); it comes with git, not a Go module.
@@ -144,6 +148,46 @@ endef
 
 $(addprefix $(BIN)/,$(KUBE_TOOLS)): $(BIN)/%: test/tools/kube/go.mod test/tools/kube/go.sum
 	$(call build-tool,kube,k8s.io/kubernetes/cmd/$*)
+
+# The kubelet and kube-proxy build from the same module set as kube-apiserver
+# (k8s.io/kubernetes v1.37.2, staging modules at v0.37.2).
+$(addprefix $(BIN)/,$(NODE_KUBE_TOOLS)): $(BIN)/%: test/tools/kube/go.mod test/tools/kube/go.sum
+	$(call build-tool,kube,k8s.io/kubernetes/cmd/$*)
+
+# Cluster DNS for the real node: CoreDNS from its own Go module, with only
+# the kubernetes, errors, health and ready plugins (test/tools/coredns). A
+# real DNS server rather than a stand-in, because the controller's endpoint
+# check resolves <service>.<namespace>.svc exactly as pods resolve it; no
+# forward plugin, so no query leaves the node.
+$(BIN)/coredns: test/tools/coredns/go.mod test/tools/coredns/go.sum test/tools/coredns/main.go
+	$(call build-tool,coredns,.)
+
+# The real node runs the container runtime, the CNI plugins and iptables from
+# Debian (REAL-NODE.md: containerd 1.6 with runc 1.1 run pods here; crun does
+# not, "cgroups in hybrid mode not supported"). Only missing packages are
+# installed, and only as root; otherwise the node tests skip and say why.
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables iproute2
+CNI_BIN_DIR := /usr/lib/cni
+# Each package's check: a command on PATH or a file.
+NODE_CHECK_containerd := containerd ctr containerd-shim-runc-v2
+NODE_CHECK_runc := runc
+NODE_CHECK_containernetworking-plugins := $(addprefix $(CNI_BIN_DIR)/,bridge host-local loopback portmap)
+NODE_CHECK_iptables := iptables iptables-restore
+NODE_CHECK_iproute2 := ip
+
+.PHONY: node-packages
+node-packages:
+	@present() { case $$1 in /*) [ -x "$$1" ];; *) command -v "$$1" >/dev/null;; esac; }; \
+	missing=""; \
+	$(foreach pkg,$(NODE_PACKAGES),for check in $(NODE_CHECK_$(pkg)); do present $$check || { missing="$$missing $(pkg)"; break; }; done;) \
+	if [ -z "$$missing" ]; then echo "tools: the real node's Debian packages are installed ($(NODE_PACKAGES))"; \
+	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "tools: the real node needs the Debian packages$$missing (apt-get install as root); its tests will skip"; \
+	else \
+		echo "tools: installing the real node's Debian packages:$$missing (about 30s)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+		dpkg-query -W -f='tools: installed $${Package} $${Version}\n' $$missing; \
+	fi
 
 $(BIN)/etcd: test/tools/etcd/go.mod test/tools/etcd/go.sum
 	$(call build-tool,etcd,go.etcd.io/etcd/server/v3)

@@ -39,6 +39,12 @@ type ProcessOptions struct {
 	LogPath string
 	// ReadyURL is a probe that answers 200 OK once the process is ready.
 	ReadyURL string
+	// Ready, when set, replaces ReadyURL: it reports whether the process
+	// is ready (the real node probes through its network namespace).
+	Ready func(context.Context) bool
+	// Spawn, when set, starts the command instead of cmd.Start (the real
+	// node starts its processes inside its network namespace).
+	Spawn func(*exec.Cmd) error
 }
 
 // Process is a program running as a child process, its log in a file. The
@@ -61,7 +67,11 @@ func StartProcess(ctx context.Context, opts ProcessOptions) (*Process, error) {
 	if err := p.start(opts); err != nil {
 		return nil, err
 	}
-	if err := p.waitReady(ctx, opts.ReadyURL); err != nil {
+	ready := opts.Ready
+	if ready == nil {
+		ready = func(ctx context.Context) bool { return Answers(ctx, opts.ReadyURL) }
+	}
+	if err := p.waitReady(ctx, ready); err != nil {
 		return nil, errors.Join(err, p.Stop())
 	}
 	return p, nil
@@ -78,23 +88,27 @@ func (p *Process) start(opts ProcessOptions) error {
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+opts.Kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	dieWithParent(p.cmd)
-	if err := p.cmd.Start(); err != nil {
+	spawn := opts.Spawn
+	if spawn == nil {
+		spawn = (*exec.Cmd).Start
+	}
+	if err := spawn(p.cmd); err != nil {
 		return fmt.Errorf("starting %s: %w", p.Name, err)
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	return nil
 }
 
-// waitReady polls the readiness probe until it answers 200 OK, failing as
+// waitReady polls the readiness probe until it reports ready, failing as
 // soon as the process exits.
-func (p *Process) waitReady(ctx context.Context, url string) error {
+func (p *Process) waitReady(ctx context.Context, ready func(context.Context) bool) error {
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, processStartTimeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.done:
 			return false, errors.Join(fmt.Errorf("%s exited before it was ready", p.Name), p.err)
 		default:
 		}
-		return Answers(ctx, url), nil
+		return ready(ctx), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s to be ready: %w\n%s", p.Name, err, p.LogTail())

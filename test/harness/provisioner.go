@@ -131,8 +131,14 @@ func defaultStorageClass() *storagev1.StorageClass {
 // is called; stop returns once the controller and its workers have. It logs
 // to logger, which should not be the test's output: the library is chatty.
 func startProvisioner(clientset kubernetes.Interface, dir string, delay time.Duration, logger logr.Logger) (stop func()) {
+	return runProvisioner(clientset, ProvisionerName, &hostPathProvisioner{dir: dir, delay: delay}, logger)
+}
+
+// runProvisioner runs a provisioner under name until stop is called; stop
+// returns once the controller and its workers have.
+func runProvisioner(clientset kubernetes.Interface, name string, p controller.Provisioner, logger logr.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logger))
-	provisioner := controller.NewProvisionController(ctx, clientset, ProvisionerName, &hostPathProvisioner{dir: dir, delay: delay},
+	provisioner := controller.NewProvisionController(ctx, clientset, name, p,
 		controller.Threadiness(provisionWorkers),
 		// One process, one provisioner: leader election only delays the
 		// start, and losing the lease would exit the test binary.

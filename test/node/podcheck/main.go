@@ -1,0 +1,192 @@
+// Command podcheck runs in the real node's test pods, as a static binary on
+// an empty base image:
+//
+//	podcheck pause                 the pod sandbox: waits for SIGTERM
+//	podcheck write PATH            writes $CONTENT to PATH (an init container)
+//	podcheck serve ADDR PATH       serves /ready (200 once PATH is readable)
+//	podcheck cluster SERVICE_URL   asks the API server who it is through
+//	                               the kubernetes Service with its
+//	                               ServiceAccount token, then GETs SERVICE_URL
+//	                               through cluster DNS
+//
+// Every command writes what it found to /dev/termination-log (the pod's
+// terminationMessagePath) and stdout.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// serviceAccountDir is where the kubelet projects the pod's token and CA.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+func main() {
+	if len(os.Args) < 2 {
+		fail(errors.New("usage: podcheck pause|write|serve|cluster ..."))
+	}
+	var err error
+	switch args := os.Args[2:]; os.Args[1] {
+	case "pause":
+		pause()
+	case "write":
+		err = write(args)
+	case "serve":
+		err = serve(args)
+	case "cluster":
+		err = cluster(args)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+// pause waits for SIGTERM or SIGINT, as the pause container does.
+func pause() {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	<-signals
+}
+
+// write writes $CONTENT to the path and reports who wrote it.
+func write(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: podcheck write PATH")
+	}
+	if err := os.WriteFile(args[0], []byte(os.Getenv("CONTENT")), 0o640); err != nil {
+		return err
+	}
+	info, err := os.Stat(args[0])
+	if err != nil {
+		return err
+	}
+	st := info.Sys().(*syscall.Stat_t)
+	report(fmt.Sprintf("wrote %s as uid %d: owner %d group %d", args[0], os.Getuid(), st.Uid, st.Gid))
+	return nil
+}
+
+// serve answers /ready once the path is readable, until SIGTERM.
+func serve(args []string) error {
+	if len(args) != 2 {
+		return errors.New("usage: podcheck serve ADDR PATH")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if _, err := os.ReadFile(args[1]); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	server := &http.Server{Addr: args[0], Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		pause()
+		report("stopped on SIGTERM")
+		_ = server.Shutdown(context.Background())
+	}()
+	if err := server.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// cluster reaches the API server through the kubernetes Service and a
+// Service through cluster DNS.
+func cluster(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: podcheck cluster SERVICE_URL")
+	}
+	user, err := whoAmI()
+	if err != nil {
+		return fmt.Errorf("asking the API server: %w", err)
+	}
+	target, err := url.Parse(args[0])
+	if err != nil {
+		return err
+	}
+	addrs, err := net.DefaultResolver.LookupHost(context.Background(), target.Hostname())
+	if err != nil {
+		return fmt.Errorf("resolving %s: %w", target.Hostname(), err)
+	}
+	resp, err := http.Get(args[0]) //nolint:noctx // a one-shot check
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	report(fmt.Sprintf("api server user %s; %s resolved to %s; GET %s: %d", user, target.Hostname(), strings.Join(addrs, ","), args[0], resp.StatusCode))
+	return nil
+}
+
+// whoAmI posts a SelfSubjectReview to https://kubernetes.default.svc with
+// the pod's ServiceAccount token and returns the user it names.
+func whoAmI() (string, error) {
+	token, err := os.ReadFile(serviceAccountDir + "/token")
+	if err != nil {
+		return "", err
+	}
+	ca, err := os.ReadFile(serviceAccountDir + "/ca.crt")
+	if err != nil {
+		return "", err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	body := `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`
+	req, err := http.NewRequest(http.MethodPost, "https://kubernetes.default.svc/apis/authentication.k8s.io/v1/selfsubjectreviews", bytes.NewBufferString(body)) //nolint:noctx // bounded by the client's timeout
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, data)
+	}
+	var review struct {
+		Status struct {
+			UserInfo struct {
+				Username string `json:"username"`
+			} `json:"userInfo"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(data, &review); err != nil {
+		return "", fmt.Errorf("decoding the review: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
+}
+
+// report writes the message to the termination log and stdout.
+func report(message string) {
+	fmt.Println(message)
+	_ = os.WriteFile("/dev/termination-log", []byte(message), 0o644)
+}
+
+// fail reports the error and exits 1.
+func fail(err error) {
+	report("podcheck: " + err.Error())
+	os.Exit(1)
+}

@@ -1,0 +1,93 @@
+//go:build linux
+
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/embedops/embedops/test/harness"
+)
+
+// Images the tests build from ./podcheck and import into the node.
+const (
+	// podcheckImage runs `podcheck <command>`.
+	podcheckImage = "embedops-podcheck:test"
+	// pauseImage is containerd's sandbox image: `podcheck pause`.
+	pauseImage = "embedops-node-pause:test"
+)
+
+// node is the package's real node; nil when the machine cannot run one.
+var node *harness.Node
+
+// skipReason says why node is nil.
+var skipReason string
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+// run starts the node, runs the tests and stops the node.
+func run(m *testing.M) int {
+	if skipReason = harness.NodeUnsupported(); skipReason != "" {
+		return m.Run()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "embedops-node-images-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	archives, err := buildImages(ctx, dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	began := time.Now()
+	node, err = harness.StartNode(ctx, harness.NodeOptions{SandboxImage: pauseImage, Images: archives})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("node: %s started in %s (%s)\n", node.Name, time.Since(began).Round(time.Millisecond), node.Dir)
+	code := m.Run()
+	if err := node.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the node:", err)
+		return 1
+	}
+	return code
+}
+
+// buildImages builds podcheck and packs it as podcheckImage and
+// pauseImage, returning the archives.
+func buildImages(ctx context.Context, dir string) ([]string, error) {
+	binary := filepath.Join(dir, "podcheck")
+	if err := harness.BuildStatic(ctx, "./test/node/podcheck", binary); err != nil {
+		return nil, err
+	}
+	images := []harness.Image{
+		{Ref: podcheckImage, Files: map[string]string{"/podcheck": binary}, Entrypoint: []string{"/podcheck"}},
+		{Ref: pauseImage, Files: map[string]string{"/podcheck": binary}, Entrypoint: []string{"/podcheck", "pause"}, User: "65535"},
+	}
+	var archives []string
+	for i, image := range images {
+		archive := filepath.Join(dir, fmt.Sprintf("image-%d.tar", i))
+		if err := harness.WriteImageArchive(archive, image); err != nil {
+			return nil, err
+		}
+		archives = append(archives, archive)
+	}
+	return archives, nil
+}
+
+// requireNode skips the test when the machine cannot run a node.
+func requireNode(t *testing.T) {
+	t.Helper()
+	if node == nil {
+		t.Skip(skipReason)
+	}
+}

@@ -69,8 +69,9 @@ func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCa
 	}
 	labels := map[string]string{embedopsv1.PopulatesLabel: binding.Name}
 	container := populateContainer(server, cache, []string{"--all-backends"})
+	spec := populatePodSpec(&serverPod.Spec, container, cache, server)
 	if cache.mode() == embedopsv1.CacheModePerReplica {
-		container = resolveContainer(server, cache)
+		spec = resolvePodSpec(&serverPod.Spec, resolveContainer(server, cache), server)
 	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},
@@ -86,7 +87,7 @@ func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCa
 			ActiveDeadlineSeconds: deadlineSeconds(facts.PopulateDeadline),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       populatePodSpec(&serverPod.Spec, container, cache, server),
+				Spec:       spec,
 			},
 		},
 	}, nil
@@ -116,6 +117,23 @@ func populatePodSpec(serverPod *corev1.PodSpec, container corev1.Container, cach
 		spec.Affinity = &corev1.Affinity{NodeAffinity: affinity.NodeAffinity.DeepCopy()}
 	}
 	return spec
+}
+
+// resolvePodSpec is a resolve Job's pod: the resolve container, pulled
+// with the server's service account and pull secrets, but placed anywhere.
+// It mounts no cache, so it needs none of the server's nodes: a server
+// waiting for a GPU node (Unschedulable, reported on the server) or for one
+// the autoscaler adds must not wait for it to learn its commit too.
+func resolvePodSpec(serverPod *corev1.PodSpec, container corev1.Container, server *embedopsv1.EmbeddingServer) corev1.PodSpec {
+	return corev1.PodSpec{
+		RestartPolicy:                corev1.RestartPolicyNever,
+		ServiceAccountName:           serverPod.ServiceAccountName,
+		AutomountServiceAccountToken: new(false),
+		ImagePullSecrets:             slices.Clone(serverPod.ImagePullSecrets),
+		SecurityContext:              podSecurityContext(),
+		Containers:                   []corev1.Container{container},
+		Volumes:                      caBundleVolumes(server),
+	}
 }
 
 // deadlineSeconds is a positive deadline in whole seconds, rounded up, or

@@ -65,7 +65,11 @@ func TestPopulateJobNeedsAPopulatedCache(t *testing.T) {
 func TestPerReplicaPopulateJobOnlyResolvesTheRevision(t *testing.T) {
 	g := NewWithT(t)
 	s := server("s", fixtures.WithModel("BAAI/bge-large-en-v1.5", "main"), fixtures.WithToken("hf", "token"),
-		fixtures.WithEnv(corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}))
+		fixtures.WithEnv(corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}),
+		fixtures.WithPodTemplate(map[string]any{"spec": map[string]any{
+			"nodeSelector":     map[string]any{"gpu": "a100"},
+			"imagePullSecrets": []any{map[string]any{"name": "private"}},
+		}}))
 	binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "bge-1", Namespace: "ns", UID: "uid-1"}}
 	cache := withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:1")
 	g.Expect(builder.ResolvesFirst(s, cache)).To(BeTrue())
@@ -75,6 +79,8 @@ func TestPerReplicaPopulateJobOnlyResolvesTheRevision(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	pod := job.Spec.Template.Spec
 	g.Expect(pod.Volumes).To(BeEmpty(), "a PerReplica binding has no claim of its own to mount")
+	g.Expect(pod.NodeSelector).To(BeEmpty(), "it needs none of the server's nodes")
+	g.Expect(pod.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "private"}), "pulled as the server's images are")
 	resolve := pod.Containers[0]
 	g.Expect(resolve.Name).To(Equal(builder.PopulateContainerName), "the controller reads its termination message as a populate container's")
 	g.Expect(resolve.Command).To(Equal([]string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5",

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,6 +61,11 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 		return ctrl.Result{}, nil
 	}
 	job, err := r.populateJob(ctx, scope)
+	if errors.Is(err, builder.ErrInvalidPodTemplate) {
+		// The Job's pod is built from the server's: a pod template
+		// refused there stalls the server as buildChildren would.
+		return ctrl.Result{}, r.refuseSpec(scope, err)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

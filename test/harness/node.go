@@ -95,17 +95,16 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 	if err := checkNodeRuntime(); err != nil {
 		return nil, err
 	}
-	sweepStaleNodes()
-	n := &Node{Name: fmt.Sprintf("%s%d-%06x", nodeNamePrefix, os.Getpid(), rand.Uint32()>>8), bins: map[string]string{}}
-	root, err := RepoRoot()
+	bins, err := nodeBinaryPaths()
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range nodeBinaries {
-		if n.bins[name], err = Binary(root, name); err != nil {
-			return nil, err
-		}
+	// Waits for another process's node; Stop releases it.
+	if err := lockNodeHost(); err != nil {
+		return nil, err
 	}
+	sweepStaleNodes()
+	n := &Node{Name: fmt.Sprintf("%s%d-%06x", nodeNamePrefix, os.Getpid(), rand.Uint32()>>8), bins: bins}
 	ctx, cancel := context.WithTimeout(ctx, nodeStartTimeout)
 	defer cancel()
 	trackNode(n)
@@ -114,6 +113,21 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 		return nil, errors.Join(err, n.Stop())
 	}
 	return n, nil
+}
+
+// nodeBinaryPaths finds nodeBinaries in ./bin.
+func nodeBinaryPaths() (map[string]string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins := map[string]string{}
+	for _, name := range nodeBinaries {
+		if bins[name], err = Binary(root, name); err != nil {
+			return nil, err
+		}
+	}
+	return bins, nil
 }
 
 // start runs the steps of a node's start in order.

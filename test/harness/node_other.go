@@ -48,3 +48,6 @@ func (n *Node) ImportImage(context.Context, string) error { return errors.New(No
 func (n *Node) Dial(context.Context, string, string) (net.Conn, error) {
 	return nil, errors.New(NodeUnsupported())
 }
+
+// MemoryUsage is empty: a real node runs on Linux only.
+func (n *Node) MemoryUsage() map[string]uint64 { return nil }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package harness
 
 import (
@@ -64,11 +66,6 @@ func newNodePKI(dir string) (*nodePKI, error) {
 
 // caPath is the CA certificate's file.
 func (p *nodePKI) caPath() string { return filepath.Join(p.dir, "ca.crt") }
-
-// caPEM is the CA certificate in PEM.
-func (p *nodePKI) caPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.ca.Raw})
-}
 
 // issue writes name.crt and name.key: a certificate for subject, a client
 // certificate when ips and dnsNames are empty, else a serving one.

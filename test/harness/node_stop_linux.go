@@ -62,6 +62,7 @@ func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
 		n.stopErr = n.stop()
 		untrackNode(n)
+		unlockNodeHost()
 	})
 	return n.stopErr
 }
@@ -231,5 +232,50 @@ func stopLiveNodes() {
 	liveNodes.Unlock()
 	for _, n := range nodes {
 		_ = n.Stop()
+	}
+}
+
+// nodeHost serializes real nodes on the host: the kubelet's device
+// manager socket and the host paths a node records are shared, so one node
+// runs at a time across test processes (go test runs packages in
+// parallel), held by an flock on nodeLockPath. Within a process the lock
+// is counted, so a test may hold it around a node's whole life.
+var nodeHost struct {
+	sync.Mutex
+	count int
+	file  *os.File
+}
+
+// nodeLockPath is the host-wide lock file.
+func nodeLockPath() string { return filepath.Join(os.TempDir(), "embedops-node.lock") }
+
+// lockNodeHost takes the host-wide node lock, waiting for other processes'
+// nodes to stop.
+func lockNodeHost() error {
+	nodeHost.Lock()
+	defer nodeHost.Unlock()
+	if nodeHost.count == 0 {
+		f, err := os.OpenFile(nodeLockPath(), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return fmt.Errorf("opening the node lock: %w", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("taking the node lock: %w", err)
+		}
+		nodeHost.file = f
+	}
+	nodeHost.count++
+	return nil
+}
+
+// unlockNodeHost releases one hold of the node lock.
+func unlockNodeHost() {
+	nodeHost.Lock()
+	defer nodeHost.Unlock()
+	nodeHost.count--
+	if nodeHost.count == 0 {
+		_ = nodeHost.file.Close()
+		nodeHost.file = nil
 	}
 }

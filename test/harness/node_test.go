@@ -29,6 +29,10 @@ func TestNodeLeavesNothingBehind(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	archive := buildTestPause(ctx, t)
+	// Held around the node's whole life, so no other process's node
+	// changes the host between the snapshots.
+	g.Expect(lockNodeHost()).To(Succeed())
+	defer unlockNodeHost()
 	before := snapshotHost(t)
 
 	node, err := StartNode(ctx, NodeOptions{SandboxImage: testSandboxImage, Images: []string{archive}})

@@ -148,3 +148,6 @@ func (p *Process) LogTail() string {
 	}
 	return fmt.Sprintf("--- last lines of the %s log (%s):\n%s", p.Name, p.LogPath, tail(string(data), processLogTailLines))
 }
+
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }

@@ -5,10 +5,16 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/embedops/embedops/test/harness"
 )
@@ -31,6 +37,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 // run starts the node, runs the tests and stops the node.
 func run(m *testing.M) int {
+	ctrl.SetLogger(logr.Discard())
 	if skipReason = harness.NodeUnsupported(); skipReason != "" {
 		return m.Run()
 	}
@@ -55,6 +62,7 @@ func run(m *testing.M) int {
 	}
 	fmt.Printf("node: %s started in %s (%s)\n", node.Name, time.Since(began).Round(time.Millisecond), node.Dir)
 	code := m.Run()
+	printMemory(node.MemoryUsage())
 	if err := node.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the node:", err)
 		return 1
@@ -82,6 +90,18 @@ func buildImages(ctx context.Context, dir string) ([]string, error) {
 		archives = append(archives, archive)
 	}
 	return archives, nil
+}
+
+// printMemory prints the node's memory by component, in MiB.
+func printMemory(usage map[string]uint64) {
+	names := slices.Sorted(maps.Keys(usage))
+	var total uint64
+	var parts []string
+	for _, name := range names {
+		total += usage[name]
+		parts = append(parts, fmt.Sprintf("%s %d", name, usage[name]>>20))
+	}
+	fmt.Printf("node: memory %d MiB: %s\n", total>>20, strings.Join(parts, ", "))
 }
 
 // requireNode skips the test when the machine cannot run a node.

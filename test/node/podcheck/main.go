@@ -37,7 +37,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: podcheck pause|write|serve|cluster ..."))
+		fail(errors.New("usage: podcheck pause|write|serve|cluster [arguments]"))
 	}
 	var err error
 	switch args := os.Args[2:]; os.Args[1] {

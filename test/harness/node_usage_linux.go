@@ -1,0 +1,42 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// MemoryUsage is the node's memory in bytes: each component's resident
+// set, the containerd shims' together ("shims"), and the pods' cgroup
+// ("pods", memory.usage_in_bytes of the node's cgroup on cgroup v1).
+func (n *Node) MemoryUsage() map[string]uint64 {
+	usage := map[string]uint64{}
+	for _, p := range n.processes {
+		usage[p.Name] = residentBytes(p.PID())
+	}
+	for _, pid := range shimPIDs(containerdSocket(n.files.containerdDir)) {
+		usage["shims"] += residentBytes(pid)
+	}
+	data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", n.host.Cgroup.Path, "memory.usage_in_bytes"))
+	if err == nil {
+		usage["pods"], _ = strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	}
+	return usage
+}
+
+// residentBytes is a process's VmRSS, 0 when it is gone.
+func residentBytes(pid int) uint64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kib * 1024
+		}
+	}
+	return 0
+}

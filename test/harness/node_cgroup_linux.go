@@ -78,6 +78,9 @@ func (c *nodeCgroup) pids() ([]int, error) {
 	var pids []int
 	for _, top := range c.Created {
 		err := filepath.WalkDir(top, func(path string, entry fs.DirEntry, err error) error {
+			if gone(err) {
+				return nil
+			}
 			if err != nil || !entry.IsDir() {
 				return err
 			}
@@ -85,7 +88,7 @@ func (c *nodeCgroup) pids() ([]int, error) {
 			pids = append(pids, found...)
 			return err
 		})
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err != nil && !gone(err) {
 			return nil, fmt.Errorf("listing the node's processes: %w", err)
 		}
 	}
@@ -200,10 +203,11 @@ func inheritCpuset(mount, path string) error {
 	return nil
 }
 
-// readPIDs reads a cgroup.procs file; a removed cgroup has none.
+// readPIDs reads a cgroup.procs file; a removed cgroup, or one being
+// removed (ENODEV), has none.
 func readPIDs(path string) ([]int, error) {
 	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if gone(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -217,5 +221,13 @@ func readPIDs(path string) ([]int, error) {
 			pids = append(pids, pid)
 		}
 	}
-	return pids, scanner.Err()
+	if err := scanner.Err(); !gone(err) {
+		return pids, err
+	}
+	return pids, nil
+}
+
+// gone reports whether err says a cgroup was removed under the reader.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV)
 }

@@ -32,7 +32,7 @@ func TestNodeTornDownAfterSignalOrCrash(t *testing.T) {
 	if reason := NodeUnsupported(); reason != "" {
 		t.Skip(reason)
 	}
-	archive := buildTestPause(t.Context(), t)
+	archive := buildPause(t)
 	for _, signalName := range []string{"SIGTERM", "SIGKILL"} {
 		sig := helperSignals[signalName]
 		t.Run(signalName, func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestNodeHelperProcess(t *testing.T) {
 		t.Skip("runs only as TestNodeTornDownAfterSignalOrCrash's child process")
 	}
 	g := NewWithT(t)
-	node, err := StartNode(t.Context(), NodeOptions{SandboxImage: testSandboxImage, Images: []string{os.Getenv(helperImageEnv)}})
+	node, err := StartNode(t.Context(), NodeOptions{SandboxImage: PauseImage.Ref, Images: []string{os.Getenv(helperImageEnv)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	runPauseToReady(t.Context(), g, node)
 	_, err = os.Stdout.WriteString("node " + node.Name + "\n")

@@ -16,9 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// testSandboxImage is the pause image the harness tests build.
-const testSandboxImage = "embedops-node-pause:test"
-
 // TestNodeLeavesNothingBehind runs a pod on a real node, stops the node and
 // checks that the host is as it was: no mount, network namespace, link,
 // cgroup, process or file of the node, and the same sysctls.
@@ -28,14 +25,14 @@ func TestNodeLeavesNothingBehind(t *testing.T) {
 	}
 	g := NewWithT(t)
 	ctx := t.Context()
-	archive := buildTestPause(ctx, t)
+	archive := buildPause(t)
 	// Held around the node's whole life, so no other process's node
 	// changes the host between the snapshots.
 	g.Expect(lockNodeHost()).To(Succeed())
 	defer unlockNodeHost()
 	before := snapshotHost(t)
 
-	node, err := StartNode(ctx, NodeOptions{SandboxImage: testSandboxImage, Images: []string{archive}})
+	node, err := StartNode(ctx, NodeOptions{SandboxImage: PauseImage.Ref, Images: []string{archive}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = node.Stop() })
 	g.Expect(before.netns).NotTo(ContainElement(node.Name))
@@ -64,7 +61,7 @@ func runPauseToReady(ctx context.Context, g Gomega, node *Node) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pause", Namespace: metav1.NamespaceDefault},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "pause", Image: testSandboxImage, ImagePullPolicy: corev1.PullNever,
+			Name: "pause", Image: PauseImage.Ref, ImagePullPolicy: corev1.PullNever,
 		}}},
 	}
 	_, err := node.Clientset.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
@@ -77,18 +74,11 @@ func runPauseToReady(ctx context.Context, g Gomega, node *Node) {
 	}).WithContext(ctx).WithTimeout(nodeStartTimeout).Should(Succeed())
 }
 
-// buildTestPause builds the podcheck program and packs it as
-// testSandboxImage, entrypoint `podcheck pause`.
-func buildTestPause(ctx context.Context, t *testing.T) string {
+// buildPause builds PauseImage's archive.
+func buildPause(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	binary := filepath.Join(dir, "podcheck")
-	if err := BuildStatic(ctx, "./test/node/podcheck", binary); err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(dir, "pause.tar")
-	image := Image{Ref: testSandboxImage, Files: map[string]string{"/podcheck": binary}, Entrypoint: []string{"/podcheck", "pause"}, User: "65535"}
-	if err := WriteImageArchive(archive, image); err != nil {
+	archive := filepath.Join(t.TempDir(), "pause.tar")
+	if err := PauseImage.Build(t.Context(), archive); err != nil {
 		t.Fatal(err)
 	}
 	return archive

@@ -19,13 +19,11 @@ import (
 	"github.com/embedops/embedops/test/harness"
 )
 
-// Images the tests build from ./podcheck and import into the node.
-const (
-	// podcheckImage runs `podcheck <command>`.
-	podcheckImage = "embedops-podcheck:test"
-	// pauseImage is containerd's sandbox image: `podcheck pause`.
-	pauseImage = "embedops-node-pause:test"
-)
+// podcheck is the test pods' image: `podcheck <command>`.
+var podcheck = harness.ImageArchive{Package: "./test/node/podcheck", Binary: "/podcheck", User: "65534:65534", Ref: "embedops-podcheck:test"}
+
+// podcheckImage is its name.
+var podcheckImage = podcheck.Ref
 
 // node is the package's real node; nil when the machine cannot run one.
 var node *harness.Node
@@ -55,7 +53,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	began := time.Now()
-	node, err = harness.StartNode(ctx, harness.NodeOptions{SandboxImage: pauseImage, Images: archives})
+	node, err = harness.StartNode(ctx, harness.NodeOptions{SandboxImage: harness.PauseImage.Ref, Images: archives})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -70,21 +68,12 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildImages builds podcheck and packs it as podcheckImage and
-// pauseImage, returning the archives.
+// buildImages builds the pause and podcheck images' archives in dir.
 func buildImages(ctx context.Context, dir string) ([]string, error) {
-	binary := filepath.Join(dir, "podcheck")
-	if err := harness.BuildStatic(ctx, "./test/node/podcheck", binary); err != nil {
-		return nil, err
-	}
-	images := []harness.Image{
-		{Ref: podcheckImage, Files: map[string]string{"/podcheck": binary}, Entrypoint: []string{"/podcheck"}},
-		{Ref: pauseImage, Files: map[string]string{"/podcheck": binary}, Entrypoint: []string{"/podcheck", "pause"}, User: "65535"},
-	}
 	var archives []string
-	for i, image := range images {
+	for i, image := range []harness.ImageArchive{harness.PauseImage, podcheck} {
 		archive := filepath.Join(dir, fmt.Sprintf("image-%d.tar", i))
-		if err := harness.WriteImageArchive(archive, image); err != nil {
+		if err := image.Build(ctx, archive); err != nil {
 			return nil, err
 		}
 		archives = append(archives, archive)

@@ -1,7 +1,6 @@
 // Command podcheck runs in the real node's test pods, as a static binary on
 // an empty base image:
 //
-//	podcheck pause                 the pod sandbox: waits for SIGTERM
 //	podcheck write PATH            writes $CONTENT to PATH (an init container)
 //	podcheck serve ADDR PATH       serves /ready (200 once PATH is readable)
 //	podcheck cluster SERVICE_URL   asks the API server who it is through
@@ -37,12 +36,10 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: podcheck pause|write|serve|cluster [arguments]"))
+		fail(errors.New("usage: podcheck write|serve|cluster [arguments]"))
 	}
 	var err error
 	switch args := os.Args[2:]; os.Args[1] {
-	case "pause":
-		pause()
 	case "write":
 		err = write(args)
 	case "serve":
@@ -57,8 +54,8 @@ func main() {
 	}
 }
 
-// pause waits for SIGTERM or SIGINT, as the pause container does.
-func pause() {
+// waitForSignal waits for SIGTERM or SIGINT.
+func waitForSignal() {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	<-signals
@@ -96,7 +93,7 @@ func serve(args []string) error {
 	})
 	server := &http.Server{Addr: args[0], Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		pause()
+		waitForSignal()
 		report("stopped on SIGTERM")
 		_ = server.Shutdown(context.Background())
 	}()

@@ -83,6 +83,18 @@ func TestKubectlWaitsForAReadyServer(t *testing.T) {
 	out, err := wait.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "kubectl wait: %s", out)
 	g.Expect(string(out)).To(ContainSubstring("condition met"))
+
+	// Its PerReplica binding turns Ready once the claim the StatefulSet
+	// made is Bound, though the claim has no owner to wake the binding.
+	server := &embedopsv1.EmbeddingServer{}
+	g.Expect(cluster.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: "minimal"}, server)).To(Succeed())
+	g.Expect(server.Spec.Cache.Mode).To(Equal(embedopsv1.CacheModePerReplica))
+	g.Expect(server.Status.CacheBinding).NotTo(BeEmpty())
+	wait = exec.CommandContext(t.Context(), filepath.Join(root, "bin", "kubectl"), "--kubeconfig", cluster.Kubeconfig,
+		"wait", "--for=condition=Ready", "mcb/"+server.Status.CacheBinding, "-n", namespace, "--timeout="+settle.String())
+	out, err = wait.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "kubectl wait: %s", out)
+	g.Expect(string(out)).To(ContainSubstring("condition met"))
 }
 
 func TestPodFailuresAppearOnReadyAndClear(t *testing.T) {

@@ -23,7 +23,7 @@ TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(NODE_TOOLS) controller
 # module, Argo CD's from its module (Argo CD itself is not built).
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
 CRDS := crds/flux crds/argocd
-COLD_BUILD_NOTE := a cold build of all tools takes about 12 minutes on 2 cores
+COLD_BUILD_NOTE := a cold build of all tools takes about 15 minutes on 2 cores
 
 ##@ General
 

@@ -51,3 +51,6 @@ func (n *Node) Dial(context.Context, string, string) (net.Conn, error) {
 
 // MemoryUsage is empty: a real node runs on Linux only.
 func (n *Node) MemoryUsage() map[string]uint64 { return nil }
+
+// SaveLogs does nothing: a real node runs on Linux only.
+func (n *Node) SaveLogs(string) error { return nil }

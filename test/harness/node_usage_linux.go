@@ -40,3 +40,22 @@ func residentBytes(pid int) uint64 {
 	}
 	return 0
 }
+
+// SaveLogs copies the components' logs to dir, which outlives Stop, for a
+// failed run's diagnosis.
+func (n *Node) SaveLogs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	logs, _ := filepath.Glob(n.files.path("*.log"))
+	for _, log := range logs {
+		data, err := os.ReadFile(log)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", log, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(log)), data, 0o644); err != nil {
+			return fmt.Errorf("saving %s: %w", log, err)
+		}
+	}
+	return nil
+}

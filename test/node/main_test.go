@@ -61,6 +61,13 @@ func run(m *testing.M) int {
 	fmt.Printf("node: %s started in %s (%s)\n", node.Name, time.Since(began).Round(time.Millisecond), node.Dir)
 	code := m.Run()
 	printMemory(node.MemoryUsage())
+	if code != 0 {
+		logs := filepath.Join(os.TempDir(), node.Name+"-logs")
+		if err := node.SaveLogs(logs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		fmt.Println("node: component logs kept in", logs)
+	}
 	if err := node.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the node:", err)
 		return 1

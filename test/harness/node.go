@@ -20,7 +20,6 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -337,9 +336,6 @@ func (n *Node) poll(ctx context.Context, what string, condition func(context.Con
 	var last error
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		last = condition(ctx)
-		if last != nil && !apierrors.IsNotFound(last) && ctx.Err() != nil {
-			return false, last
-		}
 		return last == nil, nil
 	})
 	if err != nil {

@@ -182,6 +182,9 @@ hostnameOverride: %[2]s
 clusterCIDR: %[3]s
 healthzBindAddress: 127.0.0.1:%[4]d
 metricsBindAddress: 127.0.0.1:%[5]d
+# NodePorts on the node's address only (kube-proxy warns when unset, and
+# then sets route_localnet to serve them on loopback too).
+nodePortAddresses: [primary]
 # Zero leaves the host's conntrack table size and timeouts as they are
 # (nf_conntrack_max is global, not per namespace).
 conntrack:

@@ -33,6 +33,9 @@ const (
 	containerdRunDir  = "/run/containerd"
 	containerLogLinks = "/var/log/containers"
 	kubeletDefaultDir = "/var/lib/kubelet"
+	// podLogsDefaultDir is the kubelet's default podLogsDir, recorded to
+	// show that the node's podLogsDir keeps it untouched.
+	podLogsDefaultDir = "/var/log/pods"
 )
 
 // kubeletDeviceManagerFiles are what the kubelet's device manager keeps
@@ -61,7 +64,7 @@ func recordHost() (*hostState, error) {
 		}
 		s.Sysctls[name] = strings.TrimSpace(string(value))
 	}
-	for _, path := range []string{containerdRunDir, containerLogLinks, kubeletDefaultDir} {
+	for _, path := range []string{containerdRunDir, containerLogLinks, kubeletDefaultDir, podLogsDefaultDir} {
 		_, err := os.Lstat(path)
 		s.Existed[path] = err == nil
 	}

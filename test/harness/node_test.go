@@ -6,6 +6,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,6 +43,9 @@ func TestNodeLeavesNothingBehind(t *testing.T) {
 	g.Expect(mountsOf(node.Dir)).NotTo(BeEmpty(), "a running pod has mounts under the node's directory")
 	g.Expect(cgroupsNamed(t, node.Name)).NotTo(BeEmpty(), "the node's cgroup exists while it runs")
 	g.Expect(during.sysctls).To(HaveKeyWithValue("vm/overcommit_memory", "1"), "the kubelet sets vm.overcommit_memory (protectKernelDefaults is off)")
+	nodeRules, err := exec.Command("ip", "netns", "exec", node.Name, "iptables", "-t", "nat", "-S").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", nodeRules)
+	g.Expect(string(nodeRules)).To(ContainSubstring("KUBE-SERVICES"), "kube-proxy's chains are in the node's namespace")
 
 	g.Expect(node.Stop()).To(Succeed())
 	after := snapshotHost(t)
@@ -51,6 +55,7 @@ func TestNodeLeavesNothingBehind(t *testing.T) {
 	g.Expect(after.links).To(Equal(before.links))
 	g.Expect(after.sysctls).To(Equal(before.sysctls))
 	g.Expect(after.hostPaths).To(Equal(before.hostPaths))
+	g.Expect(after.iptables).To(Equal(before.iptables), "kube-proxy's and the kubelet's chains are in the node's namespace only")
 	g.Expect(cgroupsNamed(t, node.Name)).To(BeEmpty())
 	g.Expect(processesMentioning(node.Dir)).To(BeEmpty())
 }
@@ -87,15 +92,24 @@ func buildPause(t *testing.T) string {
 // hostSnapshot is the host state a node must leave as it found it.
 type hostSnapshot struct {
 	netns, links []string
-	sysctls      map[string]string
-	hostPaths    map[string]bool
+	// iptables are the host namespace's rules (iptables -S) per table.
+	iptables  map[string]string
+	sysctls   map[string]string
+	hostPaths map[string]bool
 }
 
 // snapshotHost reads the network namespaces, the host's links, the
 // sysctls the kubelet changes and whether the host paths exist.
 func snapshotHost(t *testing.T) hostSnapshot {
 	t.Helper()
-	s := hostSnapshot{sysctls: map[string]string{}, hostPaths: map[string]bool{}}
+	s := hostSnapshot{sysctls: map[string]string{}, hostPaths: map[string]bool{}, iptables: map[string]string{}}
+	for _, table := range []string{"filter", "nat", "mangle"} {
+		rules, err := exec.Command("iptables", "-t", table, "-S").CombinedOutput()
+		if err != nil {
+			t.Fatalf("listing the host's %s rules: %v: %s", table, err, rules)
+		}
+		s.iptables[table] = string(rules)
+	}
 	entries, _ := os.ReadDir(netnsDir)
 	for _, e := range entries {
 		s.netns = append(s.netns, e.Name())

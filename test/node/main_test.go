@@ -68,10 +68,12 @@ func run(m *testing.M) int {
 		}
 		fmt.Println("node: component logs kept in", logs)
 	}
+	stopping := time.Now()
 	if err := node.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the node:", err)
 		return 1
 	}
+	fmt.Printf("node: stopped and torn down in %s\n", time.Since(stopping).Round(time.Millisecond))
 	return code
 }
 

@@ -144,28 +144,23 @@ func (n *Node) start(ctx context.Context, opts NodeOptions) error {
 }
 
 // prepareHost records the host's state, then creates the node's directory,
-// network namespace and cgroup.
+// cgroup and network namespace.
 func (n *Node) prepareHost(_ context.Context, _ NodeOptions) error {
 	host, err := recordHost()
 	if err != nil {
 		return err
 	}
-	n.Dir = filepath.Join(os.TempDir(), n.Name)
-	if err := os.Mkdir(n.Dir, 0o755); err != nil {
-		return fmt.Errorf("creating the node directory: %w", err)
-	}
 	if host.Cgroup, err = newNodeCgroup(n.Name); err != nil {
 		return err
 	}
-	n.host = host
-	// Saved before anything changes, so a sweep can undo a crashed run.
-	if err := host.save(n.Dir); err != nil {
-		return err
+	n.host, n.Dir = host, filepath.Join(os.TempDir(), n.Name)
+	if err := os.Mkdir(n.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating the node directory: %w", err)
 	}
-	if err := host.Cgroup.create(); err != nil {
-		return errors.Join(err, host.save(n.Dir))
-	}
-	if err := host.save(n.Dir); err != nil {
+	err = host.Cgroup.create()
+	// Saved with the cgroups made so far, so that a sweep can undo a
+	// crashed run.
+	if err := errors.Join(err, host.save(n.Dir)); err != nil {
 		return err
 	}
 	n.network, err = createNodeNetwork(n.Name)

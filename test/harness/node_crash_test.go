@@ -54,6 +54,8 @@ func TestNodeTornDownAfterSignalOrCrash(t *testing.T) {
 			g.Expect(mountsOf(dir)).To(BeEmpty())
 			g.Expect(dir).NotTo(BeAnExistingFile())
 			g.Expect(after.sysctls).To(Equal(before.sysctls))
+			g.Expect(after.hostPaths).To(Equal(before.hostPaths))
+			g.Expect(after.iptables).To(Equal(before.iptables))
 			g.Expect(cgroupsNamed(t, name)).To(BeEmpty())
 			g.Expect(processesMentioning(dir)).To(BeEmpty())
 		})

@@ -31,6 +31,7 @@ var changedSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/pa
 // /var/lib/kubelet whatever its podLogsDir and root directory.
 const (
 	containerdRunDir  = "/run/containerd"
+	shimSocketDir     = containerdRunDir + "/s"
 	containerLogLinks = "/var/log/containers"
 	kubeletDefaultDir = "/var/lib/kubelet"
 	// podLogsDefaultDir is the kubelet's default podLogsDir, recorded to
@@ -64,7 +65,7 @@ func recordHost() (*hostState, error) {
 		}
 		s.Sysctls[name] = strings.TrimSpace(string(value))
 	}
-	for _, path := range []string{containerdRunDir, containerLogLinks, kubeletDefaultDir, podLogsDefaultDir} {
+	for _, path := range []string{containerdRunDir, shimSocketDir, containerLogLinks, kubeletDefaultDir, podLogsDefaultDir} {
 		_, err := os.Lstat(path)
 		s.Existed[path] = err == nil
 	}
@@ -128,7 +129,7 @@ func (s *hostState) removeHostPaths(dir string, shimSockets []string) error {
 			errs = append(errs, ignoreMissing(os.Remove(filepath.Join(kubeletDefaultDir, file))))
 		}
 	}
-	for _, path := range []string{containerLogLinks, filepath.Join(containerdRunDir, "s"), containerdRunDir, kubeletDefaultDir} {
+	for _, path := range []string{containerLogLinks, shimSocketDir, containerdRunDir, kubeletDefaultDir} {
 		if !s.Existed[path] {
 			errs = append(errs, removeEmptyTree(path))
 		}
@@ -280,7 +281,7 @@ func shimSockets(state, socket string) []string {
 		tasks, _ := os.ReadDir(filepath.Join(state, "io.containerd.runtime.v2.task", ns.Name()))
 		for _, task := range tasks {
 			sum := sha256.Sum256([]byte(filepath.Join(socket, ns.Name(), task.Name())))
-			sockets = append(sockets, filepath.Join(containerdRunDir, "s", fmt.Sprintf("%x", sum)))
+			sockets = append(sockets, filepath.Join(shimSocketDir, fmt.Sprintf("%x", sum)))
 		}
 	}
 	return sockets

@@ -160,7 +160,7 @@ func (p *populator) fetchOnce(ctx context.Context, target string, f remoteFile) 
 			p.log.Info("downloading file", "file", f.name, "bytes", f.want.size)
 		}
 		received, err := p.receive(ctx, target, out, d, have, f)
-		p.downloaded += received
+		p.downloaded.Add(received)
 		if err != nil {
 			if info, statErr := out.Stat(); statErr == nil && info.Size() == 0 {
 				// Nothing to resume: leave no empty partial file behind.

@@ -92,13 +92,16 @@ func newHub(t *testing.T) (*hubtest.Hub, string) {
 }
 
 // options downloads testModel at main from hub into dir, sleeping with s and
-// logging to the test's output.
+// logging to the test's output. Files are downloaded one at a time, so a
+// failure the hub injects hits the file a test expects; the parallel
+// tests set Parallel.
 func options(t *testing.T, hub *hubtest.Hub, dir string, s *sleeper) populate.Options {
 	return populate.Options{
 		Model:    testModel,
 		Revision: "main",
 		Dir:      dir,
 		Endpoint: hub.URL,
+		Parallel: 1,
 		Sleep:    s.sleep,
 		Log:      slog.New(slog.NewTextHandler(t.Output(), nil)),
 	}

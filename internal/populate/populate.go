@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -65,6 +66,9 @@ type Options struct {
 	// AllBackends caches what any TEI backend reads, whatever Image says,
 	// for a cache that servers running different images share.
 	AllBackends bool
+	// Parallel is how many files are downloaded at once;
+	// DefaultParallelDownloads if zero.
+	Parallel int
 	// Verify says how a snapshot the cache already holds is checked;
 	// VerifySizes if empty.
 	Verify Verify
@@ -103,13 +107,14 @@ func (r Result) Recordable() bool {
 // populator carries one run's settings.
 type populator struct {
 	model, revision string
+	parallel        int
 	cache           cacheRepo
 	hub             hub
 	sleep           func(context.Context, time.Duration) error
 	idle            time.Duration
 	verify          Verify
 	log             *slog.Logger
-	downloaded      int64
+	downloaded      atomic.Int64
 	// backends and selection say which files are cached: selection names
 	// them in the manifest ("all", or "tei:" and the backends).
 	backends  []Backend
@@ -207,6 +212,9 @@ func newPopulator(opts Options) (*populator, error) {
 	if opts.Sleep == nil {
 		opts.Sleep = SleepContext
 	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = DefaultParallelDownloads
+	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
@@ -222,6 +230,7 @@ func newPopulator(opts Options) (*populator, error) {
 		selection: selection,
 		model:     opts.Model,
 		revision:  opts.Revision,
+		parallel:  opts.Parallel,
 		cache:     newCacheRepo(opts.Dir, opts.Model),
 		hub: hub{
 			endpoint:        endpoint,
@@ -285,13 +294,9 @@ func (p *populator) download(ctx context.Context, info *revisionInfo) (*Result, 
 	}
 	p.log.Info("resolved revision", "model", p.model, "revision", p.revision, "commit", commit,
 		"files", len(names), "listedFiles", len(listing), "listedBytes", listedSize(listing), "selection", p.selection)
-	records := make([]fileRecord, 0, len(names))
-	for _, name := range names {
-		record, err := snap.ensure(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		records = append(records, record)
+	records, err := snap.ensureAll(ctx, names)
+	if err != nil {
+		return nil, err
 	}
 	if err := p.writeRefs(commit); err != nil {
 		return nil, err
@@ -305,7 +310,7 @@ func (p *populator) download(ctx context.Context, info *revisionInfo) (*Result, 
 	}
 	result := resultOf(m)
 	p.log.Info("populated the cache", "model", p.model, "commit", commit, "contentDigest", result.ContentDigest,
-		"files", result.Files, "bytes", result.Bytes, "repositoryBytes", result.RepositoryBytes, "downloadedBytes", p.downloaded)
+		"files", result.Files, "bytes", result.Bytes, "repositoryBytes", result.RepositoryBytes, "downloadedBytes", p.downloaded.Load())
 	return result, nil
 }
 

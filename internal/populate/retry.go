@@ -57,7 +57,9 @@ func (r retrier) run(ctx context.Context, what string, op func(context.Context) 
 	failures := 0
 	for {
 		progressed, err := op(ctx)
-		if err == nil || !isTransient(err) {
+		if err == nil || !isTransient(err) || ctx.Err() != nil {
+			// A cancelled run (or one a parallel download's failure
+			// ended) is not retried, whatever the error looks like.
 			return err
 		}
 		if progressed {

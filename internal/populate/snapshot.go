@@ -4,7 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
+
+// DefaultParallelDownloads is how many files populate fetches at once: on a
+// fast link one stream is bound by its own hashing and writing, not by the
+// network. huggingface_hub's snapshot_download fetches 8 files at once
+// (max_workers=8); 4 keeps a small node's disk and CPUs for the server.
+const DefaultParallelDownloads = 4
 
 // maxReadSize bounds a file populate reads to learn which others TEI needs
 // (a safetensors index, modules.json).
@@ -15,6 +24,7 @@ type snapshot struct {
 	p       *populator
 	commit  string
 	listing map[string]remoteFile
+	mu      sync.Mutex
 	done    map[string]fileRecord
 }
 
@@ -29,7 +39,7 @@ func newSnapshot(p *populator, commit string, files []remoteFile) *snapshot {
 // ensure makes the listed file verified in the cache and linked into the
 // snapshot, and returns its record.
 func (s *snapshot) ensure(ctx context.Context, name string) (fileRecord, error) {
-	if record, ok := s.done[name]; ok {
+	if record, ok := s.recorded(name); ok {
 		return record, nil
 	}
 	f, ok := s.listing[name]
@@ -49,8 +59,44 @@ func (s *snapshot) ensure(ctx context.Context, name string) (fileRecord, error) 
 	if err := s.p.cache.link(s.commit, record); err != nil {
 		return fileRecord{}, err
 	}
+	s.mu.Lock()
 	s.done[name] = record
+	s.mu.Unlock()
 	return record, nil
+}
+
+// recorded is the record of a file already ensured.
+func (s *snapshot) recorded(name string) (fileRecord, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	record, ok := s.done[name]
+	return record, ok
+}
+
+// ensureAll ensures every named file, Options.Parallel at a time, and
+// returns their records in the names' order. The first failure cancels
+// the others; each leaves its partial file to resume from.
+func (s *snapshot) ensureAll(ctx context.Context, names []string) ([]fileRecord, error) {
+	records := make([]fileRecord, len(names))
+	group, ctx := errgroup.WithContext(ctx)
+	group.SetLimit(s.p.parallel)
+	for i, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		group.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err // a download failed: start no other
+			}
+			record, err := s.ensure(ctx, name)
+			records[i] = record
+			return err
+		})
+	}
+	if err := group.Wait(); err != nil {
+		return nil, err
+	}
+	return records, nil
 }
 
 // read returns the content of a listed file, which it ensures first.

@@ -41,6 +41,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,22 @@ type File struct {
 	// LFS stores the file with git LFS: listed with its sha256 and served
 	// through a redirect.
 	LFS bool
+	// sums are Data's digests, computed once by AddCommit as the hub
+	// stores them, so serving a large file never hashes it again.
+	sums *sums
+}
+
+// sums are a file's digests.
+type sums struct {
+	sha256, blobID string
+}
+
+// digests returns f's sums, computing them when AddCommit did not.
+func (f File) digests() sums {
+	if f.sums != nil {
+		return *f.sums
+	}
+	return sums{sha256: SHA256(f.Data), blobID: BlobID(f.Data)}
 }
 
 // Request is a request the hub received.
@@ -188,14 +205,16 @@ func (h *Hub) AddCommit(modelID, branch string, files ...File) string {
 	}
 	id := sha1.New()
 	fmt.Fprintf(id, "%s\x00%s\x00%d\x00", modelID, branch, len(m.commits))
-	for _, f := range files {
-		fmt.Fprintf(id, "%s\x00%t\x00%s\x00", f.Name, f.LFS, SHA256(f.Data))
+	stored := slices.Clone(files)
+	for i, f := range stored {
+		stored[i].sums = &sums{sha256: SHA256(f.Data), blobID: BlobID(f.Data)}
+		fmt.Fprintf(id, "%s\x00%t\x00%s\x00", f.Name, f.LFS, stored[i].sums.sha256)
 		if f.LFS {
-			h.blobs[SHA256(f.Data)] = f.Data
+			h.blobs[stored[i].sums.sha256] = f.Data
 		}
 	}
 	commit := hex.EncodeToString(id.Sum(nil))
-	m.commits[commit] = files
+	m.commits[commit] = stored
 	m.branches[branch] = commit
 	return commit
 }
@@ -415,12 +434,13 @@ func sibling(f File, blobs bool) map[string]any {
 	if !blobs {
 		return s
 	}
+	sums := f.digests()
 	s["size"] = len(f.Data)
-	s["blobId"] = BlobID(f.Data)
+	s["blobId"] = sums.blobID
 	if f.LFS {
-		pointer := fmt.Sprintf("oid sha256:%s\nsize %d\n", SHA256(f.Data), len(f.Data))
+		pointer := fmt.Sprintf("oid sha256:%s\nsize %d\n", sums.sha256, len(f.Data))
 		s["blobId"] = BlobID([]byte(pointer))
-		s["lfs"] = map[string]any{"sha256": SHA256(f.Data), "size": len(f.Data), "pointerSize": len(pointer)}
+		s["lfs"] = map[string]any{"sha256": sums.sha256, "size": len(f.Data), "pointerSize": len(pointer)}
 	}
 	return s
 }
@@ -445,7 +465,7 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, modelID, revi
 		h.mu.Unlock()
 		w.Header().Set("X-Repo-Commit", commit)
 		if f.LFS {
-			sum := SHA256(f.Data)
+			sum := f.digests().sha256
 			if !strip {
 				w.Header().Set("X-Linked-Etag", strconv.Quote(sum))
 			}
@@ -457,7 +477,7 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, modelID, revi
 			return
 		}
 		if !strip {
-			w.Header().Set("ETag", strconv.Quote(BlobID(f.Data)))
+			w.Header().Set("ETag", strconv.Quote(f.digests().blobID))
 		}
 		h.serveContent(w, r, name, f.Data)
 		return

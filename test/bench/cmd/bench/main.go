@@ -1,7 +1,9 @@
 // Command bench measures embedops and prints a table or JSON: `--mode
 // scale` (the default) runs the controller against N servers on the local
 // kwok cluster; `--mode audit` times the audit's origin search on a
-// generated history. See package bench for what each figure means.
+// generated history; `--mode download` compares `embedops populate` with
+// plain GETs from the stand-in hub on loopback. See package bench for what
+// each figure means.
 package main
 
 import (
@@ -24,10 +26,11 @@ func main() {
 		mode, output     string
 		jsonFile         string
 		commits          int
+		download         = bench.DownloadOptions{}
 		progressInterval time.Duration
 		opts             = bench.ScaleOptions{Log: os.Stderr}
 	)
-	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster) or audit (the origin search).")
+	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster), audit (the origin search) or download (the populator's throughput).")
 	flag.StringVarP(&output, "output", "o", "table", "Output format: table or json.")
 	flag.StringVar(&jsonFile, "json-file", "", "Also write the report as JSON to this file, so one run gives both the table and the JSON.")
 	flag.IntVar(&opts.Servers, "servers", 200, "EmbeddingServers to create.")
@@ -39,6 +42,8 @@ func main() {
 	flag.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "Bound of each wait for the cluster.")
 	flag.DurationVar(&progressInterval, "progress-interval", 0, "The controller's --progress-interval; 0 keeps its default.")
 	flag.IntVar(&commits, "commits", 10000, "Commits in the audit mode's history.")
+	flag.Int64Var(&download.Bytes, "download-bytes", 1<<30, "The download mode's repository size in bytes.")
+	flag.IntVar(&download.Files, "download-files", 4, "Weight files the download mode's repository is split into.")
 	flag.Parse()
 	if progressInterval > 0 {
 		opts.ControllerArgs = append(opts.ControllerArgs, "--progress-interval="+progressInterval.String())
@@ -48,7 +53,7 @@ func main() {
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, mode, output, jsonFile, commits, opts); err != nil {
+	if err := run(ctx, mode, output, jsonFile, commits, download, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		stop()
 		os.Exit(1)
@@ -57,7 +62,7 @@ func main() {
 
 // run measures what mode names and prints the report, and writes it as
 // JSON to jsonFile when set.
-func run(ctx context.Context, mode, output, jsonFile string, commits int, opts bench.ScaleOptions) error {
+func run(ctx context.Context, mode, output, jsonFile string, commits int, download bench.DownloadOptions, opts bench.ScaleOptions) error {
 	var report bench.Report
 	var err error
 	switch mode {
@@ -65,8 +70,10 @@ func run(ctx context.Context, mode, output, jsonFile string, commits int, opts b
 		report, err = bench.RunScale(ctx, opts)
 	case "audit":
 		report, err = bench.RunOriginSearch(ctx, commits)
+	case "download":
+		report, err = bench.MeasureDownload(ctx, download)
 	default:
-		return fmt.Errorf("unknown mode %q: use scale or audit", mode)
+		return fmt.Errorf("unknown mode %q: use scale, audit or download", mode)
 	}
 	if err != nil {
 		return err

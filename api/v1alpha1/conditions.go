@@ -102,6 +102,10 @@ const (
 	// SourcePendingReason: the GitOps tool had not finished applying the
 	// server when the decision was recorded; what it was applying is kept.
 	SourcePendingReason = "SourcePending"
+	// DeclaredRevisionIgnoredReason: the server's source-revision
+	// annotation names another revision than the GitOps tool applied; the
+	// tool's is recorded (a Warning event, never a condition).
+	DeclaredRevisionIgnoredReason = "DeclaredRevisionIgnored"
 	// InvalidRevisionReason: the revision found cannot be parsed; it is
 	// recorded as written, with no commit.
 	InvalidRevisionReason = "InvalidRevision"

@@ -53,13 +53,15 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		r.reportSource(server, bound.Binding.Name, resolution)
 	case !conditions.Has(server, embedopsv1.SourceResolvedCondition):
 		r.reportRecordedSource(server, bound.Binding)
+	case conditions.GetReason(server, embedopsv1.SourceResolvedCondition) == embedopsv1.SourcePendingReason:
+		r.recheckPendingSource(ctx, scope, bound.Binding)
 	}
 	scope.cache = cacheOf(d, bound.Binding.Name, r.populatorImage)
 	scope.binding = bound.Binding
 	if realized := bound.Binding.Status.Realized; realized != nil {
 		scope.resolvedCommit = realized.ResolvedCommit
 	}
-	return ctrl.Result{}, r.reportCacheReady(ctx, server, bound.Binding)
+	return pendingSourceRequeue(server, r.progressInterval), r.reportCacheReady(ctx, server, bound.Binding)
 }
 
 // leaveStaleBindings leaves every binding but the one in use (all of them
@@ -105,6 +107,10 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 // Provenance never stalls a server.
 func (r *EmbeddingServerReconciler) reportSource(server *embedopsv1.EmbeddingServer, binding string, res provenance.Resolution) {
 	source := res.Source
+	if res.Disagreement != "" {
+		r.events.Eventf(server, nil, corev1.EventTypeWarning, embedopsv1.DeclaredRevisionIgnoredReason, "RecordDecision",
+			"cache decision %s: %s", binding, res.Disagreement)
+	}
 	if res.Reason == "" {
 		conditions.MarkTrue(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceResolvedReason,
 			"cache decision %s recorded at %s (%s)", binding, source.Revision, source.Method)

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/provenance"
@@ -75,4 +77,60 @@ func TestBindingRecordsAnArgoCDSource(t *testing.T) {
 	g.Expect(source.Repository).To(Equal(gitopsRepo))
 	g.Expect(source.Path).To(Equal("apps/models"))
 	g.Expect(source.ObjectRef).To(HaveField("Kind", "Application"))
+}
+
+// TestPendingSourceResolvesWhenFluxCatchesUp: the binding is recorded while
+// kustomize-controller is still applying the server (lastAttemptedRevision
+// set, the server not in the inventory yet). Once the inventory lists it,
+// SourceResolved turns True without anything the controller watches
+// changing.
+func TestPendingSourceResolvesWhenFluxCatchesUp(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	revision := "main@sha1:" + gitopsCommit
+	gitopsObject(t, g, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, "models",
+		map[string]any{"spec": map[string]any{"interval": "1m", "url": gitopsRepo}}, nil, true)
+	gitopsObject(t, g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps",
+		map[string]any{"spec": map[string]any{"interval": "1m", "path": "./apps", "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "models"}}},
+		map[string]any{"lastAttemptedRevision": revision}, true)
+	server := fixtures.EmbeddingServer(namespace, "tei")
+	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
+	key := createServer(t, g, server)
+	waitForCondition(t, g, key, embedopsv1.SourceResolvedCondition, metav1.ConditionFalse, embedopsv1.SourcePendingReason)
+	g.Expect(waitForBinding(t, g, key, "").Spec.Source.Commit).To(Equal(gitopsCommit), "what was being applied is recorded")
+
+	ks := &unstructured.Unstructured{}
+	ks.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+	ks.SetKind("Kustomization")
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: "apps"}, ks)).To(Succeed())
+	ks.Object["status"] = map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": map[string]any{
+		"entries": []any{map[string]any{"id": namespace + "_tei_embedops.dev_EmbeddingServer", "v": "v1alpha1"}}}}
+	g.Expect(env.Client.Status().Update(t.Context(), ks)).To(Succeed())
+
+	waitForCondition(t, g, key, embedopsv1.SourceResolvedCondition, metav1.ConditionTrue, embedopsv1.SourceResolvedReason)
+}
+
+// TestStaleDeclaredRevisionIsReportedNotRecorded: Flux's record wins over
+// a hard-coded annotation, with a Warning event.
+func TestStaleDeclaredRevisionIsReportedNotRecorded(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	revision := "main@sha1:" + gitopsCommit
+	gitopsObject(t, g, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, "models",
+		map[string]any{"spec": map[string]any{"interval": "1m", "url": gitopsRepo}}, nil, true)
+	gitopsObject(t, g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps",
+		map[string]any{"spec": map[string]any{"interval": "1m", "path": "./apps", "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "models"}}},
+		map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": map[string]any{
+			"entries": []any{map[string]any{"id": namespace + "_tei_embedops.dev_EmbeddingServer", "v": "v1alpha1"}}}}, true)
+	server := fixtures.EmbeddingServer(namespace, "tei")
+	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
+	server.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "v1.0.0@sha1:0123456789012345678901234567890123456789"}
+	key := createServer(t, g, server)
+
+	source := waitForBinding(t, g, key, "").Spec.Source
+	g.Expect(source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(source.Commit).To(Equal(gitopsCommit))
+	g.Eventually(func(g Gomega) {
+		g.Expect(warningEvents(t, g, namespace, "tei", embedopsv1.DeclaredRevisionIgnoredReason)).To(HaveLen(1))
+	}).Should(Succeed())
 }

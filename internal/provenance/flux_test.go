@@ -165,3 +165,64 @@ func TestResolveFluxRecordsSubstitutionSources(t *testing.T) {
 	g.Expect(render.Spec).NotTo(ContainSubstring("interval"), "what does not change the render is not recorded")
 	g.Expect(render.Spec + render.SubstituteFrom[1].ResourceVersion).NotTo(ContainSubstring("s3cr3t"))
 }
+
+// TestResolveFluxWinsOverAStaleDeclaredRevision: a hard-coded annotation
+// is not what was applied; the Kustomization's revision is recorded and
+// the disagreement said.
+func TestResolveFluxWinsOverAStaleDeclaredRevision(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	applied := "main@sha1:" + sha1Hex
+	fluxFixture(t, env.Client, namespace, map[string]any{
+		"lastAttemptedRevision": applied, "lastAppliedRevision": applied, "inventory": inventory(namespace),
+	})
+	stale := "main@sha1:" + strings.Repeat("1", 40)
+	es := server(t, env.Client, namespace, fluxLabels(namespace), map[string]string{embedopsv1.SourceRevisionAnnotation: stale})
+
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(BeEmpty(), res.Message)
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(res.Source.Commit).To(Equal(sha1Hex))
+	g.Expect(res.Disagreement).To(ContainSubstring(stale))
+	g.Expect(res.Disagreement).To(ContainSubstring(applied))
+}
+
+// TestResolveDeclaredRevisionThatAgreesIsQuiet: the same commit, declared
+// and applied, is no disagreement.
+func TestResolveDeclaredRevisionThatAgreesIsQuiet(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	applied := "main@sha1:" + sha1Hex
+	fluxFixture(t, env.Client, namespace, map[string]any{
+		"lastAttemptedRevision": applied, "lastAppliedRevision": applied, "inventory": inventory(namespace),
+	})
+	es := server(t, env.Client, namespace, fluxLabels(namespace), map[string]string{embedopsv1.SourceRevisionAnnotation: sha1Hex})
+
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(res.Disagreement).To(BeEmpty())
+}
+
+// TestResolveDeclaredFillsInWhereFluxKnowsNoCommit: a Kustomization whose
+// revision is no git commit (an OCI artifact's digest) leaves the
+// declared revision to be recorded.
+func TestResolveDeclaredFillsInWhereFluxKnowsNoCommit(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	artifact := "latest@sha256:" + strings.Repeat("a", 64)
+	fluxFixture(t, env.Client, namespace, map[string]any{
+		"lastAttemptedRevision": artifact, "lastAppliedRevision": artifact, "inventory": inventory(namespace),
+	})
+	es := server(t, env.Client, namespace, fluxLabels(namespace), map[string]string{embedopsv1.SourceRevisionAnnotation: "main@sha1:" + sha1Hex})
+
+	res, err := resolver(env.Client).Resolve(t.Context(), es)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Reason).To(BeEmpty(), res.Message)
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceDeclared))
+	g.Expect(res.Source.Commit).To(Equal(sha1Hex))
+}

@@ -43,6 +43,11 @@ type Resolution struct {
 	Reason string
 	// Message says what is missing, for the condition and the event.
 	Message string
+	// Disagreement is set when the server declares a source revision
+	// (embedopsv1.SourceRevisionAnnotation) other than the one the GitOps
+	// tool applied: the tool's is recorded, and this says so, for a
+	// Warning event.
+	Disagreement string
 }
 
 // method is one way of finding a source. found is true when it settles the
@@ -51,22 +56,32 @@ type Resolution struct {
 // API call only.
 type method func(ctx context.Context, obj client.Object) (res Resolution, found bool, err error)
 
-// Resolve returns what is known of obj's source: declared, Flux, Argo CD,
-// else Unknown. The error is a failing API call, worth retrying; anything
-// else is a Resolution with a Reason.
+// Resolve returns what is known of obj's source: Flux's or Argo CD's record
+// when it names a git commit, else the declared annotations, else what the
+// tools noted, else Unknown. The tool's record wins over a declared
+// revision: it is what was applied, and a hard-coded annotation goes stale
+// (Disagreement says when they differ). The error is a failing API call,
+// worth retrying; anything else is a Resolution with a Reason.
 func (r *Resolver) Resolve(ctx context.Context, obj client.Object) (Resolution, error) {
+	declared, hasDeclared, _ := r.declared(ctx, obj)
 	var noted *Resolution
-	for _, find := range []method{r.declared, r.flux, r.argoCD} {
+	for _, find := range []method{r.flux, r.argoCD} {
 		res, found, err := find(ctx, obj)
 		if err != nil {
 			return Resolution{}, err
 		}
-		if found {
+		if found && (res.Source.Commit != "" || !hasDeclared) {
+			if hasDeclared {
+				res.Disagreement = disagreement(declared, res)
+			}
 			return r.finish(res), nil
 		}
 		if res.Reason != "" && noted == nil {
 			noted = &res
 		}
+	}
+	if hasDeclared {
+		return r.finish(declared), nil
 	}
 	if noted != nil {
 		return r.finish(*noted), nil
@@ -77,6 +92,16 @@ func (r *Resolver) Resolve(ctx context.Context, obj client.Object) (Resolution, 
 		Message: fmt.Sprintf("no source found: annotate the server with %s or apply it with Flux or Argo CD",
 			embedopsv1.SourceRevisionAnnotation),
 	}), nil
+}
+
+// disagreement says how the declared revision differs from the tool's
+// record, or "" when it names the same commit.
+func disagreement(declared, tool Resolution) string {
+	if declared.Source.Commit != "" && declared.Source.Commit == tool.Source.Commit {
+		return ""
+	}
+	return fmt.Sprintf("annotation %s says %q but %s applied %s: the applied revision is recorded",
+		embedopsv1.SourceRevisionAnnotation, declared.Source.Revision, tool.Source.Method, tool.Source.Revision)
 }
 
 // finish stamps the decision time and keeps the source recordable: a

@@ -63,7 +63,7 @@ type method func(ctx context.Context, obj client.Object) (res Resolution, found 
 // (Disagreement says when they differ). The error is a failing API call,
 // worth retrying; anything else is a Resolution with a Reason.
 func (r *Resolver) Resolve(ctx context.Context, obj client.Object) (Resolution, error) {
-	declared, hasDeclared, _ := r.declared(ctx, obj)
+	declared, hasDeclared := declaredSource(obj)
 	var noted *Resolution
 	for _, find := range []method{r.flux, r.argoCD} {
 		res, found, err := find(ctx, obj)
@@ -131,13 +131,13 @@ func (r *Resolver) now() metav1.Time {
 	return metav1.Now()
 }
 
-// declared reads the embedops.dev/source-* annotations; a malformed
+// declaredSource reads the embedops.dev/source-* annotations; a malformed
 // revision is recorded as written, with no commit, and reported.
-func (r *Resolver) declared(_ context.Context, obj client.Object) (Resolution, bool, error) {
+func declaredSource(obj client.Object) (Resolution, bool) {
 	annotations := obj.GetAnnotations()
 	raw, ok := annotations[embedopsv1.SourceRevisionAnnotation]
 	if !ok {
-		return Resolution{}, false, nil
+		return Resolution{}, false
 	}
 	source := embedopsv1.DecisionSource{
 		Method:     embedopsv1.SourceDeclared,
@@ -145,7 +145,7 @@ func (r *Resolver) declared(_ context.Context, obj client.Object) (Resolution, b
 		Repository: annotations[embedopsv1.SourceRepositoryAnnotation],
 		Path:       annotations[embedopsv1.SourcePathAnnotation],
 	}
-	return withRevision(source, raw, "annotation "+embedopsv1.SourceRevisionAnnotation), true, nil
+	return withRevision(source, raw, "annotation "+embedopsv1.SourceRevisionAnnotation), true
 }
 
 // withRevision parses revision into the source's commit; an unparsable one

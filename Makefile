@@ -113,10 +113,19 @@ dev-down: ## Stop a running make dev: every process it started, and its temporar
 
 ##@ Build
 
+# The CLI's version and commit, stamped into `embedops version`.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+CLI_LDFLAGS := -X github.com/embedops/embedops/internal/cli.version=$(VERSION) -X github.com/embedops/embedops/internal/cli.commit=$(COMMIT)
+
 .PHONY: build
-build: ## Build the controller and the CLI into ./bin.
+build: ## Build the controller and the CLI into ./bin, the CLI also as the kubectl plugin kubectl-embedops.
 	CGO_ENABLED=0 go build -o $(BIN)/controller ./cmd/controller
-	CGO_ENABLED=0 go build -o $(BIN)/embedops ./cmd/embedops
+	CGO_ENABLED=0 go build -ldflags "$(CLI_LDFLAGS)" -o $(BIN)/embedops ./cmd/embedops
+	ln -f $(BIN)/embedops $(BIN)/kubectl-embedops
+	@# kubectl (1.26+) completes a plugin's arguments with kubectl_complete-<plugin> on PATH.
+	printf '#!/bin/sh\nexec kubectl-embedops __complete "$$@"\n' > $(BIN)/kubectl_complete-embedops
+	chmod +x $(BIN)/kubectl_complete-embedops
 
 IMAGE_DIR ?= $(BIN)/image
 IMAGE_REF ?= embedops-controller:latest

@@ -1,4 +1,5 @@
-// Command embedops decides, audits and traces embedops cache decisions.
+// Command embedops decides, audits and traces embedops cache decisions. Built
+// or linked as kubectl-embedops, it is the kubectl plugin `kubectl embedops`.
 package main
 
 import (
@@ -9,7 +10,7 @@ import (
 )
 
 func main() {
-	if err := cli.NewRootCommand().Execute(); err != nil {
+	if err := cli.NewRootCommandAs(os.Args[0]).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "embedops:", err)
 		os.Exit(cli.ExitCode(err))
 	}

@@ -1,36 +1,32 @@
 package cli
 
 import (
-	"fmt"
-	"runtime/debug"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
+// kubectlPluginPrefix starts the name kubectl finds a plugin by on PATH
+// (kubectl's plugin mechanism: `kubectl embedops` runs kubectl-embedops).
+const kubectlPluginPrefix = "kubectl-"
+
 // NewRootCommand returns the embedops command with its subcommands.
-func NewRootCommand() *cobra.Command {
+func NewRootCommand() *cobra.Command { return NewRootCommandAs("embedops") }
+
+// NewRootCommandAs is NewRootCommand as the program named by argv0 presents
+// itself: `kubectl embedops` when it runs as the kubectl plugin.
+func NewRootCommandAs(argv0 string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "embedops",
 		Short:         "Inspect and audit embedops cache decisions",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	if strings.HasPrefix(filepath.Base(argv0), kubectlPluginPrefix+"embedops") {
+		// cobra prints this name in usage and completion scripts.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl embedops"}
+	}
 	root.AddCommand(newVersionCommand(), newDecideCommand(), newPopulateCommand(), newAuditCommand(), newTraceCommand(), newCleanupCommand())
 	return root
-}
-
-func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the embedops version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			version := "(devel)"
-			if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-				version = info.Main.Version
-			}
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), "embedops", version)
-			return err
-		},
-	}
 }

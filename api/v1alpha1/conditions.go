@@ -143,4 +143,8 @@ const (
 	ReleasedReason = "Released"
 	// PrunedReason: a Released binding beyond the history limit was deleted.
 	PrunedReason = "Pruned"
+	// SupersededReason: a binding whose decision changed in retainFor alone
+	// handed its claims to its successor and was Released without deleting
+	// any.
+	SupersededReason = "Superseded"
 )

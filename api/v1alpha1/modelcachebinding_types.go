@@ -15,6 +15,9 @@ const ModelCacheBindingKind = "ModelCacheBinding"
 // owns is ever forgotten.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.resources) || !has(oldSelf.resources.persistentVolumeClaimNames) || (has(self.resources) && has(self.resources.persistentVolumeClaimNames) && oldSelf.resources.persistentVolumeClaimNames.all(n, n in self.resources.persistentVolumeClaimNames))",message="spec.resources.persistentVolumeClaimNames may be added to, never removed from"
+// +kubebuilder:validation:XValidation:rule="has(self.supersedes) == has(oldSelf.supersedes)",message="spec.supersedes is immutable"
+// +kubebuilder:validation:XValidation:rule="(has(self.resources) && has(self.resources.storageName)) == (has(oldSelf.resources) && has(oldSelf.resources.storageName))",message="spec.resources.storageName is immutable"
+// +kubebuilder:validation:XValidation:rule="(has(self.resources) && has(self.resources.claimTemplateName)) == (has(oldSelf.resources) && has(oldSelf.resources.claimTemplateName))",message="spec.resources.claimTemplateName is immutable"
 type ModelCacheBindingSpec struct {
 	// Identity says which model and sharing domain the cache is for.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.identity is immutable"
@@ -27,6 +30,14 @@ type ModelCacheBindingSpec struct {
 	// Source is the git revision of the manifest that made the decision.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.source is immutable"
 	Source DecisionSource `json:"source"`
+
+	// Supersedes names the binding whose storage this one took over: its
+	// server's decision changed in retainFor alone. Empty when the binding
+	// has storage of its own.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.supersedes is immutable"
+	// +optional
+	Supersedes string `json:"supersedes,omitempty"`
 
 	// Resources are the claims the binding owns.
 	// +optional
@@ -239,8 +250,28 @@ type SourceObjectReference struct {
 	Name string `json:"name"`
 }
 
-// CacheResources are the claims a binding owns.
+// CacheResources are the claims a binding owns and the names its server's
+// workload knows them by.
 type CacheResources struct {
+	// StorageName is the name the workload carries for the storage: the
+	// embedops.dev/cache-binding label of the pods and claims, and the
+	// Shared claim's name. Empty means the binding's own name; a binding
+	// that supersedes another records that one's, so the StatefulSet and
+	// its pods do not change.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.resources.storageName is immutable"
+	// +optional
+	StorageName string `json:"storageName,omitempty"`
+
+	// ClaimTemplateName is the PerReplica volumeClaimTemplates entry that
+	// makes the claims. Empty means the one derived from the decision and
+	// the binding's name; a binding that supersedes another records that
+	// one's.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.resources.claimTemplateName is immutable"
+	// +optional
+	ClaimTemplateName string `json:"claimTemplateName,omitempty"`
+
 	// PersistentVolumeClaimNames are the cache claims, in the binding's
 	// namespace. Names may be added, never removed.
 	// +kubebuilder:validation:MaxItems=512
@@ -253,7 +284,9 @@ type CacheResources struct {
 // ModelCacheBindingStatus is the lifecycle state of a binding.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || has(self.phase)",message="status.phase cannot be removed"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || self.phase == oldSelf.phase || (oldSelf.phase == 'Active' && self.phase == 'Retiring') || (oldSelf.phase == 'Retiring' && self.phase == 'Released')",message="status.phase only moves Active -> Retiring -> Released"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || self.phase == oldSelf.phase || (oldSelf.phase == 'Active' && self.phase == 'Retiring') || (oldSelf.phase == 'Retiring' && self.phase == 'Released') || (oldSelf.phase == 'Active' && self.phase == 'Released' && has(self.supersededBy))",message="status.phase only moves Active -> Retiring -> Released, or Active -> Released when superseded"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.supersededBy) || has(self.supersededBy)",message="status.supersededBy cannot be removed"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || oldSelf.phase == 'Active' || (has(self.supersededBy) == has(oldSelf.supersededBy) && (!has(self.supersededBy) || self.supersededBy == oldSelf.supersededBy))",message="status.supersededBy changes only while the binding is Active"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.realized) || has(self.realized)",message="status.realized cannot be removed"
 type ModelCacheBindingStatus struct {
 	// ObservedGeneration is the last generation reconciled.
@@ -282,6 +315,15 @@ type ModelCacheBindingStatus struct {
 	// ReleasedAt is when the claims were gone and the binding Released.
 	// +optional
 	ReleasedAt *metav1.Time `json:"releasedAt,omitempty"`
+
+	// SupersededBy names the binding that takes over this one's storage.
+	// It is set while the binding is Active and referenced by one server
+	// alone, before that binding is created; from then on the binding
+	// gains no reference and deletes no claim while its successor exists:
+	// it is Released as Superseded instead.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	SupersededBy string `json:"supersededBy,omitempty"`
 
 	// Realized is what was actually downloaded and bound.
 	// +optional

@@ -294,3 +294,16 @@ func TestAllReportsARepositoryThatCannotBeOpened(t *testing.T) {
 	g.Expect(results).To(ConsistOf(HaveField("Result", Unverifiable)))
 	g.Expect(results[0].Reason).To(ContainSubstring("opening the repository"))
 }
+
+func TestAuditVerifiesASuccessorByItsOwnDecision(t *testing.T) {
+	g := NewWithT(t)
+	repo := newGitops(t)
+	root := bindingFor(t, prodServer("20Gi"), repo.commits[5])
+	successor := bindingFor(t, prodServer("20Gi"), repo.commits[5])
+	successor.Name = root.Name + "-2"
+	successor.Spec.Supersedes = root.Name
+	successor.Spec.Resources.StorageName = root.Name
+	res := Audit(context.Background(), repo.repo, successor, Options{})
+	g.Expect(res.Result).To(Equal(Verified), "reason: %s, differences: %v", res.Reason, res.Differences)
+	g.Expect(res.OriginCommit).To(Equal(repo.commits[5]))
+}

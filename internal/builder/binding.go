@@ -25,3 +25,19 @@ func Binding(server *embedopsv1.EmbeddingServer, d *decision.Decision, name stri
 	binding.Spec.Resources.PersistentVolumeClaimNames = decision.ClaimNamesOf(d, name, server.Name, server.GetReplicas())
 	return binding
 }
+
+// SuccessorBinding is Binding for a decision that differs from
+// predecessor's in retainFor alone: it supersedes predecessor and takes over
+// its storage, the names the workload carries for it and every claim it
+// lists, so the server's StatefulSet and pods stay as they are.
+func SuccessorBinding(server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source embedopsv1.DecisionSource, predecessor *embedopsv1.ModelCacheBinding) *embedopsv1.ModelCacheBinding {
+	binding := Binding(server, d, name, source)
+	binding.Spec.Supersedes = predecessor.Name
+	binding.Spec.Resources.StorageName = decision.StorageName(predecessor)
+	if d.Decision.Mode == embedopsv1.CacheModePerReplica {
+		binding.Spec.Resources.ClaimTemplateName = decision.ClaimTemplateNameFor(predecessor)
+	}
+	binding.Spec.Resources.PersistentVolumeClaimNames = decision.InheritedClaimNames(
+		predecessor.Spec.Resources.PersistentVolumeClaimNames, decision.ClaimNamesFor(binding, server.Name, server.GetReplicas()))
+	return binding
+}

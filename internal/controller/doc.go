@@ -83,9 +83,11 @@
 //     cached;
 //   - in the ledger: the server before a reference is added (confirmLive),
 //     a binding whose reference this process removed or which it wrote
-//     later than the cached copy, a binding name found taken on create, and
+//     later than the cached copy, a binding name found taken on create,
 //     the first listing of a server's bindings in this process (a previous
-//     leader's last references may not be cached yet);
+//     leader's last references may not be cached yet), and, only when a
+//     binding's storage is handed to a successor, the bindings of that
+//     chain and the claims whose controller reference moves;
 //   - a populate Job's pods once it finished (their pods are not cached),
 //     provenance (Flux and Argo CD objects) when a binding is created, and a
 //     referencing server the cache does not know.
@@ -93,7 +95,10 @@
 // Every write to a ModelCacheBinding goes through one ledger.Ledger, shared
 // by both reconcilers; the package ledger states the lifecycle's rules (the
 // resourceVersion rule among them). status.cacheBinding names the binding
-// whose claims the applied StatefulSet mounts, so it moves with the pods.
+// whose claims the applied StatefulSet mounts, so it moves with the pods;
+// the StatefulSet carries the binding's storage names (decision.StorageName),
+// which a successor keeps, so a change of retainFor alone changes nothing
+// the StatefulSet holds.
 // Ready is True only once the StatefulSet's status is of the generation this
 // process last applied and its update revision is rolled out (kstatus).
 //

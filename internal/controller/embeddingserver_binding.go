@@ -56,7 +56,7 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 	case conditions.GetReason(server, embedopsv1.SourceResolvedCondition) == embedopsv1.SourcePendingReason:
 		r.recheckPendingSource(ctx, scope, bound.Binding)
 	}
-	scope.cache = cacheOf(d, bound.Binding.Name, r.populatorImage)
+	scope.cache = cacheOf(d, bound.Binding, r.populatorImage)
 	scope.binding = bound.Binding
 	if realized := bound.Binding.Status.Realized; realized != nil {
 		scope.resolvedCommit = realized.ResolvedCommit

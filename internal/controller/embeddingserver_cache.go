@@ -6,19 +6,21 @@ import (
 	"github.com/embedops/embedops/internal/decision"
 )
 
-// cacheOf is where a server's model cache lives, from its decision and the
-// name of its binding: the Shared claim named after the binding, or a
-// PerReplica claim template named by the decision digest and the binding's
-// suffix. The binding owns the claims' lifetime. A PerReplica cache is
-// filled by the populate init container when populatorImage is set.
-func cacheOf(d *decision.Decision, bindingName, populatorImage string) *builder.Cache {
+// cacheOf is where a server's model cache lives, from its decision and its
+// binding's storage names (decision.StorageName): the Shared claim named
+// after the storage, or a PerReplica claim template named by the decision
+// digest and the binding's suffix, or the one a successor took over. The
+// binding owns the claims' lifetime. A PerReplica cache is filled by the
+// populate init container when populatorImage is set.
+func cacheOf(d *decision.Decision, binding *embedopsv1.ModelCacheBinding, populatorImage string) *builder.Cache {
+	storage := decision.StorageName(binding)
 	if d.Decision.Mode == embedopsv1.CacheModeShared {
-		return &builder.Cache{Mode: embedopsv1.CacheModeShared, Binding: bindingName, ClaimName: bindingName, PopulatorImage: populatorImage}
+		return &builder.Cache{Mode: embedopsv1.CacheModeShared, Binding: storage, ClaimName: storage, PopulatorImage: populatorImage}
 	}
 	return &builder.Cache{
 		Mode:             embedopsv1.CacheModePerReplica,
-		Binding:          bindingName,
-		TemplateName:     decision.ClaimTemplateNameOf(d, bindingName),
+		Binding:          storage,
+		TemplateName:     decision.ClaimTemplateNameFor(binding),
 		StorageClassName: d.Decision.StorageClassName,
 		Size:             d.Decision.Size.DeepCopy(),
 		AccessModes:      d.Decision.AccessModes,

@@ -16,6 +16,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/decision"
 )
 
 // untrackClaims removes the GitOps tracking keys (builder.TrackingKeys)
@@ -26,7 +27,7 @@ import (
 // without them is not written, so this costs nothing at rest.
 func (r *EmbeddingServerReconciler) untrackClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) error {
 	for _, claim := range claims {
-		if claim.Labels[embedopsv1.CacheBindingLabel] != binding.Name {
+		if claim.Labels[embedopsv1.CacheBindingLabel] != decision.StorageName(binding) {
 			continue
 		}
 		patch := untrackPatch(claim.Labels)

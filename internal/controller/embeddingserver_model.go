@@ -72,7 +72,7 @@ func (r *EmbeddingServerReconciler) reconcileModel(ctx context.Context, scope *s
 	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
 		client.MatchingLabels{
 			embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace,
-			embedopsv1.CacheBindingLabel: scope.binding.Name,
+			embedopsv1.CacheBindingLabel: scope.cache.Binding,
 		}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
 	}

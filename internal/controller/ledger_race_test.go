@@ -28,8 +28,9 @@ import (
 // newTestLedger is a ledger writing through an unthrottled client, so racing
 // writers meet at the API server, not in a client-side rate limiter. Its
 // reads come from an informer cache with the manager's binding index,
-// wrapped by wrap (nil: unwrapped); the returned client is direct.
-func newTestLedger(t *testing.T, g *WithT, wrap func(client.Client) client.Client) (*ledger.Ledger, client.Client) {
+// wrapped by wrap (nil: unwrapped); the returned client is direct. opts,
+// when given, configure the ledger.
+func newTestLedger(t *testing.T, g *WithT, wrap func(client.Client) client.Client, opts ...ledger.Options) (*ledger.Ledger, client.Client) {
 	t.Helper()
 	recorder, err := events.NewRecorder(testr.New(t), "", "test", events.WithScheme(env.Scheme), events.WithLegacyEventRecorder(&record.FakeRecorder{}))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -54,7 +55,7 @@ func newTestLedger(t *testing.T, g *WithT, wrap func(client.Client) client.Clien
 	if wrap != nil {
 		reads = wrap(reads)
 	}
-	return ledger.New(reads, c, recorder, ledger.Options{}), c
+	return ledger.New(reads, c, recorder, append(opts, ledger.Options{})[0]), c
 }
 
 // liveServer creates a server as a reconciled one is, with the server

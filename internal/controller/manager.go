@@ -120,6 +120,9 @@ func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.ModelCacheBinding{}, ledger.ReferenceIndex, ledger.ReferencedServers); err != nil {
 		return fmt.Errorf("indexing bindings by referenced server: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.ModelCacheBinding{}, storageIndex, storageNames); err != nil {
+		return fmt.Errorf("indexing bindings by storage: %w", err)
+	}
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, ledger.Options{
 		HistoryLimit: opts.ModelCacheBinding.HistoryLimit, ReleaseInterval: opts.ModelCacheBinding.ReleaseInterval,
 	})

@@ -15,6 +15,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/controller/ledger"
+	"github.com/embedops/embedops/internal/decision"
 )
 
 // DefaultBindingHistoryLimit is how many Released bindings are kept per
@@ -49,7 +50,10 @@ func (r *ModelCacheBindingReconciler) SetupWithManager(mgr ctrl.Manager, l *ledg
 		// A PerReplica claim is made by the StatefulSet controller and has
 		// no owner: it is mapped by its embedops.dev/cache-binding label,
 		// as a Shared claim, which the binding also controls, is.
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(bindingOfClaim)).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfClaim)).
+		// A successor waits for its predecessor to be Released before it
+		// may retire.
+		Watches(&embedopsv1.ModelCacheBinding{}, handler.EnqueueRequestsFromMapFunc(successorOfBinding)).
 		Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfStorageClass)).
 		Complete(r)
 }
@@ -66,15 +70,50 @@ func (r *ModelCacheBindingReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	return r.ledger.Advance(ctx, binding)
 }
 
-// bindingOfClaim maps a cache claim to the binding its
+// storageIndex is the cache index of bindings by their storage name
+// (decision.StorageName): a successor is found by the name its claims
+// carry.
+const storageIndex = "spec.resources.storageName"
+
+// storageNames is storageIndex's function.
+func storageNames(obj client.Object) []string {
+	binding, ok := obj.(*embedopsv1.ModelCacheBinding)
+	if !ok {
+		return nil
+	}
+	return []string{decision.StorageName(binding)}
+}
+
+// bindingsOfClaim maps a cache claim to the bindings of the storage its
 // embedopsv1.CacheBindingLabel names (builder: claim templates and Shared
-// claims carry it), so the binding's Ready follows its claims' phases.
-func bindingOfClaim(_ context.Context, claim client.Object) []reconcile.Request {
+// claims carry it), so a binding's Ready follows its claims' phases, a
+// successor's too.
+func (r *ModelCacheBindingReconciler) bindingsOfClaim(ctx context.Context, claim client.Object) []reconcile.Request {
 	name := claim.GetLabels()[embedopsv1.CacheBindingLabel]
 	if name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: claim.GetNamespace(), Name: name}}}
+	requests := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: claim.GetNamespace(), Name: name}}}
+	var bindings embedopsv1.ModelCacheBindingList
+	if err := r.client.List(ctx, &bindings, client.InNamespace(claim.GetNamespace()), client.MatchingFields{storageIndex: name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the bindings of a claim", "claim", claim.GetName())
+		return requests
+	}
+	for i := range bindings.Items {
+		if bindings.Items[i].Name != name {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&bindings.Items[i])})
+		}
+	}
+	return requests
+}
+
+// successorOfBinding maps a binding to the one it hands its storage to.
+func successorOfBinding(_ context.Context, obj client.Object) []reconcile.Request {
+	binding, ok := obj.(*embedopsv1.ModelCacheBinding)
+	if !ok || !decision.HandingOver(binding) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: binding.Namespace, Name: binding.Status.SupersededBy}}}
 }
 
 // bindingsOfStorageClass maps a StorageClass to the bindings that record it.

@@ -100,21 +100,22 @@ func IsActive(binding *embedopsv1.ModelCacheBinding) bool {
 }
 
 // Reusable reports whether a server with decision d may reference binding:
-// Active, not being deleted, recording d.
+// Active, not being deleted, not handing its storage over, recording d.
 func Reusable(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
-	return binding.DeletionTimestamp.IsZero() && IsActive(binding) && MatchesDecision(binding, d)
+	return binding.DeletionTimestamp.IsZero() && IsActive(binding) && !HandingOver(binding) && MatchesDecision(binding, d)
 }
 
 // Usable reports whether the server with uid may use binding for decision
 // d: a binding it may newly reference (Reusable), or one it already
 // references that is being deleted. Like a claim under pvc-protection, a
 // deleted binding stays with the server that uses it and releases its data
-// as soon as nothing does.
+// as soon as nothing does. A binding handing its storage over is not used
+// again: its successor is.
 func Usable(binding *embedopsv1.ModelCacheBinding, d *Decision, uid types.UID) bool {
 	if Reusable(binding, d) {
 		return true
 	}
-	return IsActive(binding) && MatchesDecision(binding, d) && HasReference(binding, uid)
+	return IsActive(binding) && !HandingOver(binding) && MatchesDecision(binding, d) && HasReference(binding, uid)
 }
 
 // HasReference reports whether the binding lists the user with uid.

@@ -40,6 +40,9 @@ func BindingReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*
 	case embedopsv1.BindingRetiring:
 		return Readiness{metav1.ConditionFalse, embedopsv1.RetiringReason, "deleting the claims: " + strings.Join(binding.Spec.Resources.PersistentVolumeClaimNames, ", ")}
 	case embedopsv1.BindingReleased:
+		if HandingOver(binding) {
+			return Readiness{metav1.ConditionFalse, embedopsv1.SupersededReason, fmt.Sprintf("superseded by %s, which holds the claims; this binding is an audit record", binding.Status.SupersededBy)}
+		}
 		return Readiness{metav1.ConditionFalse, embedopsv1.ReleasedReason, "the cached data was released; this binding is an audit record"}
 	}
 	bound, total := boundClaims(binding, claims)
@@ -64,8 +67,9 @@ func boundClaims(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev
 
 // ClaimOwnership says why a claim named in a binding is not the binding's to
 // delete, or "" when it is: controlled by the binding (Shared), labelled
-// with its name (PerReplica claim templates carry embedopsv1.CacheBindingLabel),
-// or, for claims made before that label, carrying the owner labels of the
+// with its storage name (PerReplica claim templates carry
+// embedopsv1.CacheBindingLabel; a successor's are its predecessor's), or,
+// for claims made before that label, carrying the owner labels of the
 // server whose PerReplica sharing domain the binding records.
 func ClaimOwnership(binding *embedopsv1.ModelCacheBinding, claim metav1.Object) string {
 	if controller := metav1.GetControllerOfNoCopy(claim); controller != nil {
@@ -75,7 +79,7 @@ func ClaimOwnership(binding *embedopsv1.ModelCacheBinding, claim metav1.Object) 
 		return fmt.Sprintf("it is controlled by %s %s", controller.Kind, controller.Name)
 	}
 	labels := claim.GetLabels()
-	if labels[embedopsv1.CacheBindingLabel] == binding.Name {
+	if label := labels[embedopsv1.CacheBindingLabel]; label == binding.Name || label == StorageName(binding) {
 		return ""
 	}
 	server := labels[embedopsv1.NamespaceLabel] + "/" + labels[embedopsv1.NameLabel]
@@ -83,5 +87,5 @@ func ClaimOwnership(binding *embedopsv1.ModelCacheBinding, claim metav1.Object) 
 		binding.Spec.Decision.Mode == embedopsv1.CacheModePerReplica && binding.Spec.Identity.SharingDomain == server {
 		return ""
 	}
-	return fmt.Sprintf("it carries neither an owner reference to binding %s nor the label %s=%s", binding.Name, embedopsv1.CacheBindingLabel, binding.Name)
+	return fmt.Sprintf("it carries neither an owner reference to binding %s nor the label %s=%s", binding.Name, embedopsv1.CacheBindingLabel, StorageName(binding))
 }

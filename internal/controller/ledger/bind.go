@@ -55,7 +55,10 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 		}
 		return Bound{}, err
 	}
-	if err := l.addClaims(ctx, binding, decision.ClaimNamesOf(d, binding.Name, server.Name, server.GetReplicas())); err != nil {
+	if err := l.addClaims(ctx, binding, decision.ClaimNamesFor(binding, server.Name, server.GetReplicas())); err != nil {
+		return Bound{}, err
+	}
+	if err := l.inheritRealized(ctx, binding); err != nil {
 		return Bound{}, err
 	}
 	return Bound{Binding: binding, Created: created}, nil
@@ -63,8 +66,10 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 
 // find returns the Active binding of the decision the server may use
 // (decision.Usable): the one named decision.BindingName, else a suffixed one
-// of the same decision, else a new one under the next free suffix. A
-// Retiring or Released binding is never revived.
+// of the same decision, else a new one under the next free suffix, which
+// succeeds the binding the server uses when the decision changed in
+// retainFor alone (see succeed). A Retiring or Released binding is never
+// revived.
 func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc) (*embedopsv1.ModelCacheBinding, bool, error) {
 	base := decision.BindingName(d)
 	binding := &embedopsv1.ModelCacheBinding{}
@@ -99,14 +104,23 @@ func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 	if next > decision.MaxBindingSuffix {
 		return nil, false, fmt.Errorf("binding %s has more than %d retired successors", base, decision.MaxBindingSuffix)
 	}
-	return l.create(ctx, server, d, decision.BindingNameAt(base, next), source)
+	name := decision.BindingNameAt(base, next)
+	predecessor, err := l.predecessor(ctx, server, d)
+	if err != nil {
+		return nil, false, err
+	}
+	if predecessor != nil {
+		return l.succeed(ctx, server, d, name, source, predecessor)
+	}
+	return l.create(ctx, server, d, name, source, nil)
 }
 
 // create records the decision under name, with its source and the
-// StorageClass's cluster facts. When the name is taken, the existing binding
-// is used if it is Active with the same decision; otherwise the error is
-// retried and the next look goes further.
-func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source SourceFunc) (*embedopsv1.ModelCacheBinding, bool, error) {
+// StorageClass's cluster facts, taking over predecessor's storage when it is
+// not nil. When the name is taken, the existing binding is used if it is
+// Active with the same decision; otherwise the error is retried and the
+// next look goes further.
+func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source SourceFunc, predecessor *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, bool, error) {
 	recordedSource, err := source(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("resolving the source of the cache decision: %w", err)
@@ -118,14 +132,17 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 		recorded = decision.WithClusterFacts(d, class.Provisioner, class.Parameters)
 	}
 	binding := builder.Binding(server, recorded, name, recordedSource)
+	if predecessor != nil {
+		binding = builder.SuccessorBinding(server, recorded, name, recordedSource, predecessor)
+	}
 	err = l.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
 	if err == nil {
 		l.written.Record(client.ObjectKeyFromObject(binding), binding.ResourceVersion)
 		ctrl.LoggerFrom(ctx).Info("created binding", "binding", name, "method", recordedSource.Method, "revision", recordedSource.Revision)
 		l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.CreatedReason, "RecordDecision",
-			"recorded the cache decision of %s/%s: %s %s of %s@%s, source %s %s",
+			"recorded the cache decision of %s/%s: %s %s of %s@%s, source %s %s%s",
 			server.Namespace, server.Name, d.Decision.Mode, d.Decision.Size.String(), d.Identity.Model, d.Identity.Revision,
-			recordedSource.Method, recordedSource.Revision)
+			recordedSource.Method, recordedSource.Revision, takeoverNote(binding))
 		return binding, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -169,6 +186,9 @@ func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServ
 		if !decision.IsActive(binding) || !binding.DeletionTimestamp.IsZero() {
 			// A deleted binding is kept only by servers that hold a reference.
 			return fmt.Errorf("binding %s left Active (%s) before the reference was added", binding.Name, binding.Status.Phase)
+		}
+		if decision.HandingOver(binding) {
+			return fmt.Errorf("binding %s hands its storage to %s", binding.Name, binding.Status.SupersededBy)
 		}
 		binding.Status.Phase = embedopsv1.BindingActive
 		decision.AddReference(binding, decision.ServerReference(server))
@@ -221,4 +241,13 @@ func (l *Ledger) confirmLive(ctx context.Context, server *embedopsv1.EmbeddingSe
 		return errServerGone
 	}
 	return nil
+}
+
+// takeoverNote tells, in a Created event, whose storage a successor took
+// over; empty for a binding with storage of its own.
+func takeoverNote(binding *embedopsv1.ModelCacheBinding) string {
+	if binding.Spec.Supersedes == "" {
+		return ""
+	}
+	return fmt.Sprintf("; supersedes %s and keeps its claims (retainFor alone changed)", binding.Spec.Supersedes)
 }

@@ -30,6 +30,53 @@
 //     namespace or `kubectl delete mcb` is not held for retainFor.
 //   - Drift is reported as a condition and an event; it never deletes data.
 //   - Every transition that touches data emits one Event on the binding
-//     (Created, Retiring, ClaimDeleted per claim, Released, Pruned), with
-//     the reason of the binding's Ready condition.
+//     (Created, Retiring, ClaimDeleted per claim, Released, Superseded,
+//     Pruned), with the reason of the binding's Ready condition.
+//
+// # Lifetime is not storage
+//
+// A change of retainFor alone moves no data (DESIGN §10). The storage part of
+// a decision is the decision without retainFor (decision.SameStorage). When a
+// server's new decision has no binding yet and differs only in retainFor from
+// the binding its children use (status.cacheBinding), and that binding is
+// Active and referenced by this server alone (decision.Supersedable), the new
+// binding succeeds it, in writes that each hold on their own:
+//
+//  1. The predecessor is marked: status.supersededBy names the successor,
+//     written with the resourceVersion it was read at. From then on it is
+//     never Usable and gains no reference, so nobody else comes to use the
+//     storage being handed over.
+//  2. The successor is created: its own decision and source (the new
+//     commit), spec.supersedes, and the names the workload already carries
+//     for the storage, spec.resources.storageName (the pods' and claims'
+//     cache-binding label, the Shared claim's name) and claimTemplateName,
+//     with every claim the predecessor lists. In a chain they are the
+//     root's. The StatefulSet built from them is the one running: no
+//     replica is replaced, nothing is downloaded.
+//  3. The server references the successor, which also records what its
+//     predecessor realized, so the server keeps its pinned commit.
+//  4. When the server leaves the predecessor, it is superseded instead of
+//     left: its holder (the successor, or the first of that one's
+//     successors not Released) lists its claims and takes the controller
+//     reference of the claims it controls (a Released record is pruned by
+//     the history limit, and the garbage collector would delete what it
+//     still controls); then it is Released with reason Superseded, an
+//     Active -> Released move the CRD allows only with supersededBy set,
+//     and deletes nothing. It never enters Retiring.
+//
+// The rule that keeps data safe across a crash between any two writes: the
+// bindings of one storage form a chain in which every binding but the last
+// is marked, and a claim of the storage is deleted only by the last. A marked
+// binding that goes idle past its retainFor (its server deleted before it
+// was left) is superseded by its holder instead of retiring; only when the
+// successor it names was never created does it retire as any other, and
+// step 1 is then taken again, for the same or a new name, by the next
+// reconcile. A successor does not retire while the binding it superseded is
+// still Active. A PerReplica successor owns the claims labelled with its
+// storage name (decision.ClaimOwnership); a Shared one, those it controls.
+//
+// Otherwise (another server references the binding, a size, class, mode or
+// revision change) the new binding gets storage of its own, as before.
+// Bindings made before these fields keep their own names: an upgrade
+// replaces nothing.
 package ledger

@@ -16,21 +16,41 @@ import (
 
 // Leave removes the server's reference from every binding of its namespace
 // but keep ("" for all); see referencing for where the bindings are read.
-// The last reference leaving starts the binding's idle window.
+// The last reference leaving starts the binding's idle window. A binding
+// handing its storage to a successor that holds it is superseded instead
+// (see supersede): it never goes idle, so it never deletes that storage.
 func (l *Ledger) Leave(ctx context.Context, server *embedopsv1.EmbeddingServer, keep string) error {
 	bindings, err := l.referencing(ctx, server, keep)
 	if err != nil {
 		return err
 	}
 	for _, binding := range bindings {
-		decision.RemoveReference(binding, server.UID, l.now())
-		if err := l.updateStatus(ctx, binding); err != nil {
-			return fmt.Errorf("removing the reference: %w", err)
+		if err := l.leave(ctx, server, binding); err != nil {
+			return err
 		}
 		l.left.Store(leftKey{binding: binding.UID, server: server.UID}, struct{}{})
 		l.held.drop(server.UID, binding.Name)
-		ctrl.LoggerFrom(ctx).Info("left binding", "binding", binding.Name)
 	}
+	return nil
+}
+
+// leave removes the server's reference from one binding, superseding it
+// when it hands its storage to a holder and the server is its only user.
+func (l *Ledger) leave(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
+	if decision.HandingOver(binding) && decision.Supersedable(binding, server.UID) {
+		holder, err := l.holderOf(ctx, binding)
+		if err != nil {
+			return err
+		}
+		if holder != nil {
+			return l.supersede(ctx, binding, holder)
+		}
+	}
+	decision.RemoveReference(binding, server.UID, l.now())
+	if err := l.updateStatus(ctx, binding); err != nil {
+		return fmt.Errorf("removing the reference: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("left binding", "binding", binding.Name)
 	return nil
 }
 

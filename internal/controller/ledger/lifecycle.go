@@ -35,7 +35,8 @@ func (l *Ledger) Advance(ctx context.Context, binding *embedopsv1.ModelCacheBind
 // keepActive creates the Shared claim, reports drift and readiness, drops
 // the references of servers that are gone and keeps the idle window; an idle
 // binding past retireAfter (at once when it is being deleted) moves to
-// Retiring.
+// Retiring, unless it hands its storage to a holder (it is superseded) or
+// the binding it superseded is still Active (it waits).
 func (l *Ledger) keepActive(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
 	now := l.now()
 	before := binding.Status.DeepCopy()
@@ -50,8 +51,20 @@ func (l *Ledger) keepActive(ctx context.Context, binding *embedopsv1.ModelCacheB
 	if err := l.dropDanglingReferences(ctx, binding); err != nil {
 		return ctrl.Result{}, err
 	}
+	action := decision.ActiveAction(binding, now)
+	if action == decision.RetireNow {
+		holder, wait, err := l.retirement(ctx, binding)
+		switch {
+		case err != nil:
+			return ctrl.Result{}, err
+		case holder != nil:
+			return ctrl.Result{}, l.supersede(ctx, binding, holder)
+		case wait:
+			action = decision.WaitIdle
+		}
+	}
 	var result ctrl.Result
-	switch decision.ActiveAction(binding, now) {
+	switch action {
 	case decision.StartIdle:
 		decision.MarkIdle(binding, now, true)
 		result.RequeueAfter = decision.UntilRetirement(binding, now)
@@ -59,6 +72,9 @@ func (l *Ledger) keepActive(ctx context.Context, binding *embedopsv1.ModelCacheB
 		binding.Status.IdleSince, binding.Status.RetireAfter = nil, nil
 	case decision.WaitIdle:
 		result.RequeueAfter = decision.UntilRetirement(binding, now)
+		if result.RequeueAfter == 0 {
+			result.RequeueAfter = predecessorWait // past retainFor, held by its predecessor
+		}
 	case decision.RetireNow:
 		binding.Status.Phase = embedopsv1.BindingRetiring
 	case decision.StayActive:

@@ -1,0 +1,225 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/decision"
+)
+
+// predecessorWait is how often a binding whose predecessor is still Active
+// looks again before it retires; the predecessor's release also wakes it.
+const predecessorWait = 30 * time.Second
+
+// predecessor returns, read uncached, the binding whose storage a new binding
+// of d takes over: the one the server's children use (status.cacheBinding,
+// followed along the successors it references), when d differs from it in
+// retainFor alone and the server may hand it over (decision.Supersedable).
+// nil means the new binding gets storage of its own.
+func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision) (*embedopsv1.ModelCacheBinding, error) {
+	name := server.Status.CacheBinding
+	for range decision.MaxBindingSuffix {
+		if name == "" {
+			return nil, nil
+		}
+		binding, err := l.read(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name})
+		if err != nil || binding == nil {
+			return nil, err
+		}
+		successor, err := l.successorOf(ctx, binding)
+		switch {
+		case err != nil:
+			return nil, err
+		case successor != nil && decision.HasReference(successor, server.UID):
+			name = successor.Name
+			continue
+		case successor != nil:
+			return nil, nil
+		}
+		// A binding of d itself is the server's to use, not to supersede: the
+		// cache did not show it yet.
+		if decision.Supersedable(binding, server.UID) && decision.SameStorage(binding, d) && !decision.MatchesDecision(binding, d) {
+			return binding, nil
+		}
+		return nil, nil
+	}
+	return nil, nil
+}
+
+// succeed marks predecessor as handing its storage to name, then creates
+// name as its successor. The mark is written with the resourceVersion the
+// predecessor was read at, when it was referenced by this server alone:
+// from then on it gains no reference, so nobody else comes to use the
+// storage the successor takes over.
+func (l *Ledger) succeed(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source SourceFunc, predecessor *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, bool, error) {
+	if name == predecessor.Name {
+		return nil, false, fmt.Errorf("binding %s cannot supersede itself", name)
+	}
+	if predecessor.Status.SupersededBy != name {
+		predecessor.Status.SupersededBy = name
+		if err := l.updateStatus(ctx, predecessor); err != nil {
+			return nil, false, fmt.Errorf("marking binding %s superseded: %w", predecessor.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("handing a binding's storage to its successor", "binding", predecessor.Name, "successor", name)
+	}
+	return l.create(ctx, server, d, name, source, predecessor)
+}
+
+// successorOf returns, read uncached, the binding that binding hands its
+// storage to, when it exists and records it (decision.Succeeds); nil
+// otherwise.
+func (l *Ledger) successorOf(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, error) {
+	if !decision.HandingOver(binding) {
+		return nil, nil
+	}
+	successor, err := l.read(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: binding.Status.SupersededBy})
+	if err != nil || successor == nil || !decision.Succeeds(successor, binding) {
+		return nil, err
+	}
+	return successor, nil
+}
+
+// holderOf returns the binding that holds the storage binding hands over:
+// its successor, or that one's, up to the first that is not Released as
+// superseded. nil when the chain ends at a binding that is missing,
+// Retiring or Released without a successor: binding then retires as any
+// other.
+func (l *Ledger) holderOf(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, error) {
+	current := binding
+	for range decision.MaxBindingSuffix {
+		next, err := l.successorOf(ctx, current)
+		switch {
+		case err != nil || next == nil:
+			return nil, err
+		case decision.IsActive(next):
+			return next, nil
+		case next.Status.Phase == embedopsv1.BindingReleased && decision.HandingOver(next):
+			current = next
+		default:
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
+// supersede hands binding's claims to holder and records binding Released
+// as Superseded, deleting nothing. holder first lists every claim binding
+// lists and takes the controller reference of those binding controls: a
+// Released binding is pruned by the history limit, and the garbage
+// collector would delete what it still controls. Each step is idempotent,
+// so a reconcile that dies between them is completed by the next.
+func (l *Ledger) supersede(ctx context.Context, binding, holder *embedopsv1.ModelCacheBinding) error {
+	if err := l.addClaims(ctx, holder, binding.Spec.Resources.PersistentVolumeClaimNames); err != nil {
+		return err
+	}
+	if err := l.adoptClaims(ctx, binding, holder); err != nil {
+		return err
+	}
+	decision.Supersede(binding, l.now())
+	setReadiness(binding, nil)
+	if err := l.updateStatus(ctx, binding); err != nil {
+		return fmt.Errorf("releasing superseded binding: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("binding superseded", "binding", binding.Name, "holder", holder.Name)
+	l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.SupersededReason, "Supersede",
+		"binding %s took over claims %v; nothing was deleted, this binding is an audit record",
+		holder.Name, binding.Spec.Resources.PersistentVolumeClaimNames)
+	return nil
+}
+
+// adoptClaims moves the controller reference of the claims binding controls
+// to holder, each written with the resourceVersion it was read at.
+func (l *Ledger) adoptClaims(ctx context.Context, binding, holder *embedopsv1.ModelCacheBinding) error {
+	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
+		claim := &corev1.PersistentVolumeClaim{}
+		err := l.apiReader.Get(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: name}, claim)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading claim %s: %w", name, err)
+		}
+		controller := metav1.GetControllerOfNoCopy(claim)
+		if controller == nil || controller.UID != binding.UID {
+			continue
+		}
+		claim.OwnerReferences = slices.DeleteFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == binding.UID })
+		claim.OwnerReferences = append(claim.OwnerReferences, *metav1.NewControllerRef(holder, embedopsv1.GroupVersion.WithKind(embedopsv1.ModelCacheBindingKind)))
+		if err := l.client.Update(ctx, claim, client.FieldOwner(embedopsv1.FieldManager)); err != nil {
+			return fmt.Errorf("handing claim %s to binding %s: %w", name, holder.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("handed a claim to the binding that took it over", "claim", name, "from", binding.Name, "to", holder.Name)
+	}
+	return nil
+}
+
+// inheritRealized records on a successor what its predecessor realized,
+// once: the claims hold the same files, and the server keeps running the
+// commit they hold instead of resolving or populating again.
+func (l *Ledger) inheritRealized(ctx context.Context, binding *embedopsv1.ModelCacheBinding) error {
+	if binding.Spec.Supersedes == "" || binding.Status.Realized != nil {
+		return nil
+	}
+	// From the cache: realized fields are immutable once set, and a
+	// steady reconcile reads nothing from the API server.
+	predecessor := &embedopsv1.ModelCacheBinding{}
+	if err := l.client.Get(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: binding.Spec.Supersedes}, predecessor); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if predecessor.Status.Realized == nil {
+		return nil
+	}
+	_, err := l.RecordRealized(ctx, binding, predecessor.Status.Realized)
+	return err
+}
+
+// retirement says what an idle binding past its retainFor does instead of
+// retiring: hand its storage to holder, or wait while the binding it
+// superseded is still Active. Neither: it retires.
+func (l *Ledger) retirement(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, bool, error) {
+	if decision.HandingOver(binding) {
+		holder, err := l.holderOf(ctx, binding)
+		if err != nil || holder != nil {
+			return holder, false, err
+		}
+	}
+	wait, err := l.predecessorActive(ctx, binding)
+	return nil, wait, err
+}
+
+// predecessorActive reports whether the binding binding superseded is still
+// Active: its storage is not binding's until that one is Released, so
+// binding must not retire and delete it.
+func (l *Ledger) predecessorActive(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (bool, error) {
+	if binding.Spec.Supersedes == "" {
+		return false, nil
+	}
+	predecessor, err := l.read(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: binding.Spec.Supersedes})
+	if err != nil || predecessor == nil {
+		return false, err
+	}
+	return decision.IsActive(predecessor), nil
+}
+
+// read reads a binding from the API server; nil when it is gone.
+func (l *Ledger) read(ctx context.Context, key types.NamespacedName) (*embedopsv1.ModelCacheBinding, error) {
+	binding := &embedopsv1.ModelCacheBinding{}
+	err := l.apiReader.Get(ctx, key, binding)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading binding %s: %w", key.Name, err)
+	}
+	return binding, nil
+}

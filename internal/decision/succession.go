@@ -1,0 +1,99 @@
+package decision
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// StorageName is the name a binding's workload carries for its storage: the
+// cache-binding label of pods and claims and the Shared claim's name. A
+// binding that superseded another records the name it took over; any other
+// is known by its own name.
+func StorageName(binding *embedopsv1.ModelCacheBinding) string {
+	if name := binding.Spec.Resources.StorageName; name != "" {
+		return name
+	}
+	return binding.Name
+}
+
+// ClaimTemplateNameFor is a PerReplica binding's claim template: the one it
+// took over, or the one its decision and name give (ClaimTemplateNameOf).
+func ClaimTemplateNameFor(binding *embedopsv1.ModelCacheBinding) string {
+	if name := binding.Spec.Resources.ClaimTemplateName; name != "" {
+		return name
+	}
+	return ClaimTemplateNameOf(Recorded(binding), binding.Name)
+}
+
+// ClaimNamesFor are the claims a binding holds for a server of replicas
+// replicas named server: its Shared claim, or the PerReplica claims of the
+// current replicas under its claim template.
+func ClaimNamesFor(binding *embedopsv1.ModelCacheBinding, server string, replicas int32) []string {
+	if binding.Spec.Decision.Mode == embedopsv1.CacheModeShared {
+		return []string{StorageName(binding)}
+	}
+	return PerReplicaClaimNames(ClaimTemplateNameFor(binding), server, replicas)
+}
+
+// Recorded is the decision a binding records.
+func Recorded(binding *embedopsv1.ModelCacheBinding) *Decision {
+	return &Decision{Identity: binding.Spec.Identity, Decision: binding.Spec.Decision}
+}
+
+// SameStorage reports whether d differs from the binding's decision at most
+// in retainFor: the same identity, mode, class, size, access modes and
+// reclaim policy, so the same claims serve it.
+func SameStorage(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
+	recorded := binding.Spec.Decision
+	return binding.Spec.Identity.Key == d.Identity.Key &&
+		recorded.Mode == d.Decision.Mode &&
+		recorded.StorageClassName == d.Decision.StorageClassName &&
+		recorded.Size.Cmp(d.Decision.Size) == 0 &&
+		equality.Semantic.DeepEqual(accessModeSet(recorded.AccessModes), accessModeSet(d.Decision.AccessModes)) &&
+		recorded.ReclaimPolicy == d.Decision.ReclaimPolicy
+}
+
+// Supersedable reports whether the server with uid may hand the binding's
+// storage to a successor: Active, not being deleted and referenced by that
+// server alone.
+func Supersedable(binding *embedopsv1.ModelCacheBinding, uid types.UID) bool {
+	refs := binding.Status.RequestReferences
+	return IsActive(binding) && binding.DeletionTimestamp.IsZero() &&
+		len(refs) == 1 && refs[0].UID == uid
+}
+
+// Succeeds reports whether successor records that it took over the storage
+// of predecessor.
+func Succeeds(successor, predecessor *embedopsv1.ModelCacheBinding) bool {
+	return successor.Spec.Supersedes == predecessor.Name && StorageName(successor) == StorageName(predecessor)
+}
+
+// HandingOver reports whether a binding is handing its storage to a
+// successor: it gains no reference any more.
+func HandingOver(binding *embedopsv1.ModelCacheBinding) bool {
+	return binding.Status.SupersededBy != ""
+}
+
+// InheritedClaimNames are the claims a successor of predecessor lists when
+// it is created: every claim predecessor lists, then own, in order and
+// without repeats.
+func InheritedClaimNames(predecessor []string, own []string) []string {
+	names := slices.Clone(predecessor)
+	return append(names, MissingNames(names, own)...)
+}
+
+// Supersede records that a binding handed its storage to its successor:
+// Released at now without deleting anything, with no references and no
+// idle window.
+func Supersede(binding *embedopsv1.ModelCacheBinding, now time.Time) {
+	binding.Status.Phase = embedopsv1.BindingReleased
+	binding.Status.ReleasedAt = &metav1.Time{Time: now}
+	binding.Status.RequestReferences = nil
+	binding.Status.IdleSince, binding.Status.RetireAfter = nil, nil
+}

@@ -120,7 +120,7 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 		res.Result = Mismatch
 		return res
 	}
-	found, err := w.origin(ctx, recorded, at.decision.Decision.Digest, a.opts.Progress)
+	found, err := w.origin(ctx, recorded, at.decision, a.opts.Progress)
 	res.CommitsWalked, res.Renders = found.walked, w.renders()
 	if err != nil {
 		return concluded(res, nil, fmt.Sprintf("searching for the origin commit: %v", err))
@@ -134,6 +134,7 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 	res.OriginAuthor = fmt.Sprintf("%s <%s>", origin.Author.Name, origin.Author.Email)
 	res.OriginDate = origin.Author.When.Format(time.RFC3339)
 	res.OriginSubject, _, _ = strings.Cut(strings.TrimSpace(origin.Message), "\n")
+	res.StorageOriginCommit = found.storageOrigin.Hash.String()
 	return res
 }
 

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
@@ -306,4 +307,33 @@ func TestAuditVerifiesASuccessorByItsOwnDecision(t *testing.T) {
 	res := Audit(context.Background(), repo.repo, successor, Options{})
 	g.Expect(res.Result).To(Equal(Verified), "reason: %s, differences: %v", res.Reason, res.Differences)
 	g.Expect(res.OriginCommit).To(Equal(repo.commits[5]))
+}
+
+func TestAuditStorageOriginIgnoresARetainForChange(t *testing.T) {
+	g := NewWithT(t)
+	h := newHistory(t)
+	keptFor := func(retainFor string) string {
+		return overlayPatch(2, "10Gi") + "    retainFor: " + retainFor + "\n"
+	}
+	commits := []string{
+		h.commit("Add the search server",
+			write("base/kustomization.yaml", baseKustomization),
+			write("base/embeddingserver.yaml", baseServer),
+			write(overlayPath+"/kustomization.yaml", overlayKustomization),
+			write(overlayPath+"/search-patch.yaml", keptFor("24h"))),
+		h.commit("Keep search data for two days", write(overlayPath+"/search-patch.yaml", keptFor("48h"))),
+		h.commit("Document the fleet", write("README.md", "# fleet\n")),
+	}
+	_, repo := h.save()
+	server := prodServer("10Gi")
+	server.Spec.Cache.RetainFor = &metav1.Duration{Duration: 48 * time.Hour}
+	res := Audit(context.Background(), repo, bindingFor(t, server, commits[2]), Options{})
+	g.Expect(res.Result).To(Equal(Verified), "reason: %s, differences: %v", res.Reason, res.Differences)
+	g.Expect(res.OriginCommit).To(Equal(commits[1]), "the decision, retainFor included, is the edit's")
+	g.Expect(res.StorageOriginCommit).To(Equal(commits[0]), "the storage was decided with the server")
+
+	standard := newGitops(t)
+	sized := Audit(context.Background(), standard.repo, bindingFor(t, prodServer("20Gi"), standard.commits[5]), Options{})
+	g.Expect(sized.Result).To(Equal(Verified))
+	g.Expect(sized.StorageOriginCommit).To(Equal(sized.OriginCommit), "a size change moves both")
 }

@@ -49,6 +49,12 @@ type Result struct {
 	OriginDate string `json:"originDate,omitempty"`
 	// OriginSubject is the first line of the origin commit's message.
 	OriginSubject string `json:"originSubject,omitempty"`
+	// StorageOriginCommit is the oldest commit of the unbroken first-parent
+	// run, ending at the recorded commit, that renders the same storage
+	// part (the decision without retainFor): where the cached data was
+	// decided. A change of retainFor alone moves OriginCommit, not this.
+	// Set when Verified.
+	StorageOriginCommit string `json:"storageOriginCommit,omitempty"`
 	// Differences are the fields found different, when a Mismatch.
 	Differences []Difference `json:"differences,omitempty"`
 	// CommitsWalked counts the commits whose decision was evaluated.

@@ -109,20 +109,26 @@ func (w *walk) reason(ev evaluation, commit *object.Commit) string {
 
 // search is the outcome of an origin search.
 type search struct {
-	// origin is the oldest commit of the run.
+	// origin is the oldest commit of the run that renders the recorded
+	// digest.
 	origin *object.Commit
+	// storageOrigin is the oldest commit of the run that renders the
+	// recorded storage part (decision.SameStoragePart): a change of
+	// retainFor alone does not end it.
+	storageOrigin *object.Commit
 	// walked counts the commits evaluated, the recorded one included.
 	walked int
-	// shallow is set when the run reached the end of a shallow history, so
-	// the decision may be older than origin.
+	// shallow is set when the digest's run reached the end of a shallow
+	// history, so the decision may be older than origin.
 	shallow bool
 }
 
 // origin walks first-parent history back from the recorded commit while the
-// binding's server still renders the given digest. A build failure or a
-// missing server ends the run; failing to read the repository is an error.
-func (w *walk) origin(ctx context.Context, recorded *object.Commit, digest string, progress func(done, total int)) (search, error) {
-	found := search{origin: recorded, walked: 1}
+// binding's server still renders the storage part of the recorded decision
+// at; the digest's run is the start of it. A build failure or a missing
+// server ends the run; failing to read the repository is an error.
+func (w *walk) origin(ctx context.Context, recorded *object.Commit, at *decision.Decision, progress func(done, total int)) (search, error) {
+	found := search{origin: recorded, storageOrigin: recorded, walked: 1}
 	history, shallow, err := firstParents(ctx, w.renderer.objects, recorded)
 	if err != nil {
 		return found, err
@@ -133,6 +139,7 @@ func (w *walk) origin(ctx context.Context, recorded *object.Commit, digest strin
 		}
 	}
 	report(0)
+	digestRun := true
 	for i, commit := range history {
 		if err := ctx.Err(); err != nil {
 			return found, err
@@ -143,14 +150,18 @@ func (w *walk) origin(ctx context.Context, recorded *object.Commit, digest strin
 		if errors.Is(ev.err, errRepository) {
 			return found, ev.err
 		}
-		if ev.err != nil || ev.decision == nil || ev.decision.Decision.Digest != digest {
+		if ev.err != nil || ev.decision == nil || !decision.SameStoragePart(ev.decision, at) {
 			report(len(history))
 			return found, nil
 		}
-		found.origin = commit
+		found.storageOrigin = commit
+		digestRun = digestRun && ev.decision.Decision.Digest == at.Decision.Digest
+		if digestRun {
+			found.origin = commit
+		}
 	}
 	report(len(history))
-	found.shallow = shallow
+	found.shallow = shallow && digestRun
 	return found, nil
 }
 

@@ -47,16 +47,21 @@ func Recorded(binding *embedopsv1.ModelCacheBinding) *Decision {
 }
 
 // SameStorage reports whether d differs from the binding's decision at most
-// in retainFor: the same identity, mode, class, size, access modes and
-// reclaim policy, so the same claims serve it.
+// in retainFor (SameStoragePart), so the same claims serve it.
 func SameStorage(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
-	recorded := binding.Spec.Decision
-	return binding.Spec.Identity.Key == d.Identity.Key &&
-		recorded.Mode == d.Decision.Mode &&
-		recorded.StorageClassName == d.Decision.StorageClassName &&
-		recorded.Size.Cmp(d.Decision.Size) == 0 &&
-		equality.Semantic.DeepEqual(accessModeSet(recorded.AccessModes), accessModeSet(d.Decision.AccessModes)) &&
-		recorded.ReclaimPolicy == d.Decision.ReclaimPolicy
+	return SameStoragePart(Recorded(binding), d)
+}
+
+// SameStoragePart reports whether two decisions have the same storage part,
+// the decision without retainFor: the same identity, mode, class, size,
+// access modes and reclaim policy.
+func SameStoragePart(a, b *Decision) bool {
+	return a.Identity.Key == b.Identity.Key &&
+		a.Decision.Mode == b.Decision.Mode &&
+		a.Decision.StorageClassName == b.Decision.StorageClassName &&
+		a.Decision.Size.Cmp(b.Decision.Size) == 0 &&
+		equality.Semantic.DeepEqual(accessModeSet(a.Decision.AccessModes), accessModeSet(b.Decision.AccessModes)) &&
+		a.Decision.ReclaimPolicy == b.Decision.ReclaimPolicy
 }
 
 // Supersedable reports whether the server with uid may hand the binding's

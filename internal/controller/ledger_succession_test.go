@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,6 +111,18 @@ func TestSuccessionCompletesAfterTheControllerDiesBetweenItsWrites(t *testing.T)
 	g.Expect(successor.Spec.Supersedes).To(Equal(old.Binding.Name))
 	g.Expect(decision.ClaimNamesFor(successor, server.Name, 1)).To(Equal(decision.ClaimNamesFor(old.Binding, server.Name, 1)))
 	g.Expect(decision.HasReference(readBinding(t, g, c, old.Binding), server.UID)).To(BeTrue(), "the predecessor keeps its reference until it is left")
+
+	// It records what its predecessor realized: the server keeps the
+	// commit its pods run.
+	commit := strings.Repeat("c", 40)
+	_, err = restarted.RecordRealized(t.Context(), readBinding(t, g, c, old.Binding), &embedopsv1.RealizedCache{ResolvedCommit: commit})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		b, err := restarted.Bind(t.Context(), server, longer, unknownSource)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(b.Binding.Status.Realized).NotTo(BeNil())
+		g.Expect(b.Binding.Status.Realized.ResolvedCommit).To(Equal(commit))
+	}).Should(Succeed())
 
 	// Another process leaves the predecessor: superseded, not idle.
 	again, _ := newTestLedger(t, g, nil)

@@ -34,9 +34,10 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from markers.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from markers, and copy them (and the alerts) into charts/embedops.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
+	go test ./test/chart -run '^TestGeneratedFiles$$' -count=1 -update
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy methods.

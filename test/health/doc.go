@@ -4,8 +4,11 @@
 // Flux healthCheckExprs, compiled and evaluated with CEL; the kustomize
 // renderings of config/default, config/flux and config/argocd, including
 // the controller's --populator-image following its image; and the GitOps
-// layouts in gitops/flux and gitops/argocd: their order (dependsOn, sync
-// waves), options, and that every path they deploy renders.
+// layouts in gitops/flux and gitops/argocd and their Helm variants
+// (gitops/flux-helm, gitops/argocd-helm): their order (dependsOn, sync
+// waves), options, and that every path they deploy renders, a chart with
+// the HelmRelease's or the Application's values into what config/default
+// installs.
 //
 // The package holds tests only. `go test ./test/health -update` rewrites
 // config/argocd/argocd-cm.yaml from the health.lua files.

@@ -51,9 +51,19 @@ type sourceRef struct {
 	Namespace string `json:"namespace"`
 }
 
+// TestFluxLayout checks both Flux layouts: the operator from config/default
+// and from the Helm chart.
 func TestFluxLayout(t *testing.T) {
+	for _, dir := range []string{"gitops/flux", "gitops/flux-helm"} {
+		t.Run(dir, func(t *testing.T) { expectFluxLayout(t, dir) })
+	}
+}
+
+// expectFluxLayout checks a Flux layout: the operator, then the examples,
+// everything rendered from what the GitRepository fetches.
+func expectFluxLayout(t *testing.T, dir string) {
 	g := NewWithT(t)
-	rendered := renderRepo(t, "gitops/flux")
+	rendered := renderRepo(t, dir)
 	kinds := map[string]int{}
 	namespaces := map[string]bool{}
 	var repo gitRepository
@@ -93,8 +103,8 @@ func TestFluxLayout(t *testing.T) {
 	g.Expect(fluxOrder(t, ks)).To(Equal([]string{"embedops-operator", "embedops-examples"}))
 
 	// Each path renders from what the GitRepository fetches.
-	operator := renderFS(t, source, ks["embedops-operator"].Spec.Path)
-	g.Expect(kindsOf(operator)).To(ContainElements("CustomResourceDefinition", "Deployment"))
+	operator := fluxInstalls(t, source, repo, renderFS(t, source, ks["embedops-operator"].Spec.Path))
+	g.Expect(kindsOfObjects(operator)).To(ContainElements("CustomResourceDefinition", "Deployment"))
 	examples := renderFS(t, source, ks["embedops-examples"].Spec.Path)
 	g.Expect(kindsOf(examples)).To(ContainElement("EmbeddingServer"))
 	for _, r := range examples {

@@ -1,0 +1,12 @@
+// Package chart renders the Helm chart in charts/embedops with the Helm SDK
+// and config/default with kustomize, as objects that compare equal when
+// the chart installs what config/default installs. Its tests check that
+// they do, with default and other values, that the chart lints clean and
+// that its values schema refuses contradictory values; the GitOps layout
+// tests in test/health render the chart through it.
+//
+// The chart's generated files (the CRDs in crds/, the manager role's rules
+// and the alert rules in files/) are written from config/ by
+// `go test ./test/chart -run TestGeneratedFiles -update`, which
+// `make manifests` runs.
+package chart

@@ -14,15 +14,18 @@ GOLANGCI_LINT := $(BIN)/golangci-lint
 KUBE_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 KWOK_TOOLS := kwok kwokctl
 FLUX_TOOLS := source-controller kustomize-controller
+# helm-controller has its own module (test/tools/helm): test/gitops installs
+# charts/embedops with it.
+HELM_TOOLS := helm-controller
 # The real node's binaries (test/harness node.go): kubelet and kube-proxy from
 # the kube module, CoreDNS (cluster DNS) from test/tools/coredns.
 NODE_KUBE_TOOLS := kubelet kube-proxy
 NODE_TOOLS := $(NODE_KUBE_TOOLS) coredns
-TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(NODE_TOOLS) controller-gen golangci-lint
+TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) controller-gen golangci-lint
 # Third-party CRDs the provenance tests install: Flux's from the Flux tools
 # module, Argo CD's from its module (Argo CD itself is not built).
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
-CRDS := crds/flux crds/argocd
+CRDS := crds/flux crds/helm crds/argocd
 COLD_BUILD_NOTE := a cold build of all tools takes about 15 minutes on 2 cores
 
 ##@ General
@@ -208,6 +211,9 @@ $(addprefix $(BIN)/,$(KWOK_TOOLS)): $(BIN)/%: test/tools/kwok/go.mod test/tools/
 $(addprefix $(BIN)/,$(FLUX_TOOLS)): $(BIN)/%: test/tools/flux/go.mod test/tools/flux/go.sum
 	$(call build-tool,flux,github.com/fluxcd/$*)
 
+$(BIN)/helm-controller: test/tools/helm/go.mod test/tools/helm/go.sum
+	$(call build-tool,helm,github.com/fluxcd/helm-controller)
+
 $(CONTROLLER_GEN): test/tools/codegen/go.mod test/tools/codegen/go.sum
 	$(call build-tool,codegen,sigs.k8s.io/controller-tools/cmd/controller-gen)
 
@@ -220,6 +226,12 @@ $(BIN)/crds/flux: test/tools/flux/go.mod
 		dir=$$(cd test/tools/flux && go mod download $$module && go list -m -f '{{.Dir}}' $$module); \
 		install -m 0644 $$dir/config/crd/bases/*.yaml $@.tmp/; \
 	done
+	mv $@.tmp $@
+
+$(BIN)/crds/helm: test/tools/helm/go.mod
+	@mkdir -p $@.tmp
+	dir=$$(cd test/tools/helm && go mod download github.com/fluxcd/helm-controller && go list -m -f '{{.Dir}}' github.com/fluxcd/helm-controller); \
+		install -m 0644 $$dir/config/crd/bases/*.yaml $@.tmp/
 	mv $@.tmp $@
 
 $(BIN)/crds/argocd:

@@ -20,7 +20,7 @@ func main() {
 	var opts options
 	var models stringList
 	flag.StringVar(&opts.addr, "addr", ":8080", "The address to serve the hub on.")
-	flag.StringVar(&opts.modelsFile, "models", "", "A JSON file of models to serve: {\"models\": [{\"id\", \"branch\", \"repository\": \"multi-format\", \"unit\", \"without\", \"files\"}]}.")
+	flag.StringVar(&opts.modelsFile, "models", "", "A JSON file of models to serve: {\"models\": [{\"id\", \"branch\", \"commit\", \"repository\": \"multi-format\", \"unit\", \"without\", \"files\"}]}.")
 	flag.Var(&models, "model", "A model id to serve on main with a multi-format repository of -unit byte weights; repeatable.")
 	flag.IntVar(&opts.unit, "unit", 4096, "The size of one copy of the weights of each -model.")
 	flag.StringVar(&opts.token, "token", "", "A token the hub requires as \"Authorization: Bearer <token>\"; none if empty.")

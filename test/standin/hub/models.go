@@ -24,6 +24,9 @@ type modelSpec struct {
 	ID string `json:"id"`
 	// Branch names the commit; "main" if empty.
 	Branch string `json:"branch,omitempty"`
+	// Commit is the commit's id, for a manifest that pins a real one;
+	// generated from the files if empty.
+	Commit string `json:"commit,omitempty"`
 	// Repository is "multi-format" (hubtest.MultiFormatRepository, with
 	// weights of Unit bytes) or empty for Files only.
 	Repository string `json:"repository,omitempty"`
@@ -112,7 +115,14 @@ func addModels(hub *hubtest.Hub, models []modelSpec) ([]commit, error) {
 		if branch == "" {
 			branch = "main"
 		}
-		commits = append(commits, commit{Model: m.ID, Branch: branch, Commit: hub.AddCommit(m.ID, branch, files...)})
+		id := hub.AddCommit(m.ID, branch, files...)
+		if m.Commit != "" {
+			if err := hub.RenameCommit(m.ID, id, m.Commit); err != nil {
+				return nil, err
+			}
+			id = m.Commit
+		}
+		commits = append(commits, commit{Model: m.ID, Branch: branch, Commit: id})
 	}
 	return commits, nil
 }

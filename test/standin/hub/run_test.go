@@ -98,3 +98,21 @@ func TestRefusesModelsItCannotServe(t *testing.T) {
 		})
 	}
 }
+
+func TestServesAPinnedCommitUnderItsID(t *testing.T) {
+	g := NewWithT(t)
+	const pinned = "d4aa6901d3a41ba39fb536a557fa166f842b0e09"
+	file := filepath.Join(t.TempDir(), "models.json")
+	g.Expect(os.WriteFile(file, []byte(`{"models": [
+		{"id": "org/pinned", "commit": "`+pinned+`", "repository": "multi-format", "unit": 64}
+	]}`), 0o600)).To(Succeed())
+	url, commits := serving(t, options{addr: "127.0.0.1:0", modelsFile: file})
+	g.Expect(commits).To(Equal([]commit{{Model: "org/pinned", Branch: "main", Commit: pinned}}))
+	for _, revision := range []string{pinned, "main"} {
+		result, err := populate.Run(context.Background(), populate.Options{
+			Model: "org/pinned", Revision: revision, Dir: t.TempDir(), Endpoint: url, Image: "text-embeddings-inference:1.9", MaxAttempts: 1,
+		})
+		g.Expect(err).NotTo(HaveOccurred(), revision)
+		g.Expect(result.ResolvedCommit).To(Equal(pinned), revision)
+	}
+}

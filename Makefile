@@ -92,15 +92,20 @@ bench: tools manifests ## Measure scale and cost on the local cluster and print 
 
 ##@ Try it
 
-# make dev's program (test/dev) and what it runs from ./bin.
+# make dev's program (test/dev) and what it runs from ./bin; as root, where
+# it runs a real node, also the node's binaries (the kubelet's cold build
+# takes about 6 minutes).
 DEV := $(BIN)/embedops-dev
-DEV_TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) crds/flux)
+DEV_TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) crds/flux \
+	$(if $(filter 0,$(shell id -u)),$(NODE_TOOLS)))
+# DEV_FLAGS=-node=kwok simulates pods even where a real node could run.
+DEV_FLAGS ?=
 
 .PHONY: dev
-dev: ## Git, Flux, the operator and the audit on a local kwok cluster (pods are simulated); builds what it needs first.
+dev: ## Git, Flux, the operator and the audit on a real node where the machine can run pods (root, cgroups), else on kwok; builds what it needs first.
 	@began=$$(date +%s); $(MAKE) --no-print-directory dev-bin; \
 		echo "dev: ./bin is ready after $$(( $$(date +%s) - began ))s"
-	$(DEV) up
+	$(DEV) up $(DEV_FLAGS)
 
 .PHONY: dev-bin
 dev-bin: $(DEV_TOOLS) manifests build

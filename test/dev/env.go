@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/gittestserver"
@@ -14,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/embedops/embedops/test/harness"
 	"github.com/embedops/embedops/test/operator"
@@ -45,10 +49,17 @@ const (
 
 // env is everything up runs, in start order.
 type env struct {
-	out     io.Writer
-	opts    options
-	st      state
+	out  io.Writer
+	opts options
+	st   state
+	// cluster is the kwok cluster, node the real one; one of them runs.
 	cluster *harness.Cluster
+	node    *harness.Node
+	// config and client reach whichever runs.
+	config *rest.Config
+	client client.Client
+	// servers are the examples' servers, read for a real node.
+	servers []exampleServer
 	git     *gittestserver.GitServer
 	repo    *harness.GitRepo
 	// seed is the commit that added the examples.
@@ -56,6 +67,8 @@ type env struct {
 	flux          *harness.Flux
 	controller    *harness.ControllerProcess
 	controllerLog *os.File
+	// spawner holds the threads that started Flux and the controller.
+	spawner *spawner
 }
 
 // startEnv starts everything and seeds the repository; on failure it stops
@@ -65,7 +78,7 @@ func startEnv(ctx context.Context, out io.Writer, opts options) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the dev directory: %w", err)
 	}
-	e := &env{out: out, opts: opts, st: state{PID: os.Getpid(), Dir: dir, Namespace: opts.namespace}}
+	e := &env{out: out, opts: opts, st: state{PID: os.Getpid(), Dir: dir, Namespace: opts.namespace}, spawner: newSpawner()}
 	if err := claimState(opts.stateFile, &e.st); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -82,17 +95,12 @@ func (e *env) start(ctx context.Context) error {
 	if _, err := os.Stat(e.opts.controller); err != nil {
 		return fmt.Errorf("the controller binary is missing (run make build): %w", err)
 	}
-	steps := []struct {
-		what string
-		run  func(context.Context) error
-	}{
-		{"started the local kwok cluster (pods are simulated: no TEI process runs, no image is pulled)", e.startCluster},
-		{"installed embedops' and Flux's CRDs and the StorageClasses", e.installCRDs},
-		{"seeded the git server", e.startGit},
-		{"started Flux and the embedops controller", e.startControllers},
-		{"created the GitRepository and the Kustomization", e.createFluxObjects},
+	began := time.Now()
+	if err := e.startCluster(ctx); err != nil {
+		return err
 	}
-	for _, step := range steps {
+	fmt.Fprintf(e.out, "dev: started %s (%s)\n", e.clusterDescription(), since(began))
+	for _, step := range e.steps() {
 		began := time.Now()
 		if err := step.run(ctx); err != nil {
 			return err
@@ -102,25 +110,50 @@ func (e *env) start(ctx context.Context) error {
 	return saveState(e.opts.stateFile, &e.st)
 }
 
-// startCluster starts the local cluster.
-func (e *env) startCluster(ctx context.Context) error {
-	var err error
-	e.cluster, err = harness.StartCluster(ctx, harness.ClusterOptions{})
-	if err != nil {
-		return err
+// startStep is one step of a start after the cluster's.
+type startStep struct {
+	what string
+	run  func(context.Context) error
+}
+
+// steps are the start's steps once the cluster runs.
+func (e *env) steps() []startStep {
+	steps := []startStep{{"installed embedops' and Flux's CRDs and the StorageClasses", e.installCRDs}}
+	if e.node != nil {
+		steps = append(steps, startStep{fmt.Sprintf("started the hub stand-in (Deployment and Service %s/%s) serving the examples' models", hubNamespace, hubName), e.startHub})
 	}
-	e.st.Kubeconfig = e.cluster.Kubeconfig
-	return nil
+	return append(steps,
+		startStep{"seeded the git server", e.startGit},
+		startStep{"started Flux and the embedops controller", e.startControllers},
+		startStep{"created the GitRepository and the Kustomization", e.createFluxObjects},
+	)
+}
+
+// clusterDescription says what cluster runs.
+func (e *env) clusterDescription() string {
+	if e.node != nil {
+		return fmt.Sprintf("a real node %s in its own network namespace (containerd and the kubelet run the pods; the API server is reached through %s)", e.node.Name, e.config.Host)
+	}
+	return "the local kwok cluster (pods are simulated: no TEI process runs, no image is pulled)"
 }
 
 // installCRDs installs embedops' and Flux's CRDs, the second StorageClass
 // and Flux's namespace.
 func (e *env) installCRDs(ctx context.Context) error {
-	if err := operator.InstallCRDs(e.cluster.Config); err != nil {
+	if err := operator.InstallCRDs(e.config); err != nil {
 		return err
 	}
-	if err := harness.InstallFluxCRDs(e.cluster.Config); err != nil {
+	if err := harness.InstallFluxCRDs(e.config); err != nil {
 		return err
+	}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNamespace}}
+	if err := e.client.Create(ctx, namespace); err != nil {
+		return fmt.Errorf("creating the %s namespace: %w", fluxNamespace, err)
+	}
+	if e.node != nil {
+		// The real node has both classes, local volumes bound once a pod
+		// is scheduled.
+		return nil
 	}
 	class := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: fastStorageClass},
@@ -128,12 +161,8 @@ func (e *env) installCRDs(ctx context.Context) error {
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
 	}
-	if err := e.cluster.Client.Create(ctx, class); err != nil {
+	if err := e.client.Create(ctx, class); err != nil {
 		return fmt.Errorf("creating the %s StorageClass: %w", fastStorageClass, err)
-	}
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNamespace}}
-	if err := e.cluster.Client.Create(ctx, namespace); err != nil {
-		return fmt.Errorf("creating the %s namespace: %w", fluxNamespace, err)
 	}
 	return nil
 }
@@ -149,7 +178,7 @@ func (e *env) startGit(ctx context.Context) error {
 		return err
 	}
 	e.st.RepoURL = e.repo.URL
-	e.seed, err = seed(ctx, e.repo, e.opts.examples)
+	e.seed, err = seed(ctx, e.repo, e.opts.examples, e.editExamples)
 	if err != nil {
 		return err
 	}
@@ -166,15 +195,18 @@ func (e *env) startControllers(ctx context.Context) error {
 	}
 	group, groupCtx := errgroup.WithContext(ctx)
 	group.Go(func() error {
-		var err error
-		e.flux, err = harness.StartFlux(groupCtx, e.cluster.Kubeconfig, filepath.Join(e.st.Dir, "flux"))
-		return err
+		return e.spawner.run(func() error {
+			var err error
+			e.flux, err = harness.StartFlux(groupCtx, e.st.Kubeconfig, filepath.Join(e.st.Dir, "flux"))
+			return err
+		})
 	})
 	group.Go(func() error {
-		var err error
-		e.controller, err = harness.StartControllerLogging(groupCtx, e.opts.controller, e.cluster.Kubeconfig, e.controllerLog,
-			"--log-encoding=console", "--progress-interval=2s")
-		return err
+		return e.spawner.run(func() error {
+			var err error
+			e.controller, err = harness.StartControllerLogging(groupCtx, e.opts.controller, e.st.Kubeconfig, e.controllerLog, e.controllerArgs()...)
+			return err
+		})
 	})
 	if err := group.Wait(); err != nil {
 		return err
@@ -184,6 +216,37 @@ func (e *env) startControllers(ctx context.Context) error {
 	}
 	fmt.Fprintf(e.out, "dev: embedops controller (pid %d) logs to %s\n", e.controller.PID(), e.controllerLog.Name())
 	return nil
+}
+
+// editExamples adds the hub stand-in's HF_ENDPOINT to the examples'
+// kustomization on a real node.
+func (e *env) editExamples(files map[string]string) error {
+	if e.node == nil {
+		return nil
+	}
+	name := path.Join(examplesPath, kustomizationFile)
+	kustomization, ok := files[name]
+	if !ok {
+		return fmt.Errorf("the examples have no %s to add HF_ENDPOINT to", kustomizationFile)
+	}
+	patched, changes, err := devPatches(kustomization, e.servers)
+	if err != nil {
+		return err
+	}
+	files[name] = patched
+	fmt.Fprintf(e.out, "dev: on the real node, %s patches the examples (in the seeded commit, so the audit renders them): %s\n",
+		name, strings.Join(changes, "; "))
+	return nil
+}
+
+// controllerArgs are the controller's flags: on a real node the populator
+// is the controller's image, as config/manager sets it.
+func (e *env) controllerArgs() []string {
+	args := []string{"--log-encoding=console", "--progress-interval=2s"}
+	if e.node != nil {
+		args = append(args, "--populator-image="+controllerImage)
+	}
+	return args
 }
 
 // stop stops everything in reverse order and removes the directory and the
@@ -201,6 +264,7 @@ func (e *env) stop() error {
 		errs = append(errs, e.flux.Stop())
 		e.flux = nil
 	}
+	e.spawner.close()
 	if e.git != nil {
 		e.git.StopHTTP()
 		e.git = nil
@@ -208,6 +272,10 @@ func (e *env) stop() error {
 	if e.cluster != nil {
 		errs = append(errs, e.cluster.Stop())
 		e.cluster = nil
+	}
+	if e.node != nil {
+		errs = append(errs, e.node.Stop())
+		e.node = nil
 	}
 	devLog.close()
 	if err := os.RemoveAll(e.st.Dir); err != nil {

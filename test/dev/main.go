@@ -1,10 +1,16 @@
-// Command dev is `make dev`: the whole story on one machine. It starts the
-// local kwok cluster, a git server on loopback holding a repository seeded
-// from examples/, Flux's source-controller and kustomize-controller and the
+// Command dev is `make dev`: the whole story on one machine. It starts a
+// cluster, a git server on loopback holding a repository seeded from
+// examples/, Flux's source-controller and kustomize-controller and the
 // embedops controller, each as its own process from ./bin; Flux applies the
 // examples, and dev prints the servers, their bindings with the method and
-// commit that decided them, and `embedops audit -A`. Pods are simulated by
-// kwok: no TEI process runs and no image is pulled.
+// commit that decided them, and `embedops audit -A`.
+//
+// Where the machine can run pods (harness.NodeUnsupported), the cluster is
+// a real node: images built here, the hub stand-in in the cluster, the
+// examples patched to download from it, and the story ends with an
+// embedding asked through kubectl port-forward. Elsewhere, or with
+// -node=kwok, it is the kwok cluster: pods are simulated, no TEI process
+// runs and no image is pulled.
 //
 // Subcommands: up (the default) holds everything until Ctrl-C or `dev down`;
 // change commits an edit of one example's cache and follows its bindings;
@@ -38,6 +44,8 @@ type options struct {
 	timeout time.Duration
 	// hold keeps everything running until interrupted.
 	hold bool
+	// node says where pods run: auto, real or kwok.
+	node string
 }
 
 func main() {
@@ -50,12 +58,33 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dev:", err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signal.Notify(interrupts, stopSignals...)
+	go func() {
+		<-interrupts
+		cancel()
+	}()
 	if err := runCommand(ctx, command, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "dev:", err)
 		os.Exit(1)
 	}
+}
+
+// stopSignals stop up, as Ctrl-C and `dev down` do.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// interrupts receives stopSignals.
+var interrupts = make(chan os.Signal, 1)
+
+// takeSignals makes dev the only handler of stopSignals. A real node's
+// harness stops the node on them and then kills the process with the
+// signal again, which would end up before it stopped Flux and the
+// controller and removed its directory and state; up stops the node
+// itself, last.
+func takeSignals() {
+	signal.Reset(stopSignals...)
+	signal.Notify(interrupts, stopSignals...)
 }
 
 // parseFlags reads the flags of command, with paths relative to the
@@ -73,6 +102,7 @@ func parseFlags(command string, args []string) (options, error) {
 	flags.StringVar(&opts.controller, "controller", filepath.Join(root, "bin", "controller"), "the embedops controller binary (make build)")
 	flags.DurationVar(&opts.timeout, "timeout", 5*time.Minute, "how long each wait for the cluster to settle may take")
 	flags.BoolVar(&opts.hold, "hold", true, "keep everything running until interrupted")
+	flags.StringVar(&opts.node, "node", nodeAuto, "where pods run: auto (a real node where the machine can run one, else kwok), real or kwok")
 	if err := flags.Parse(args); err != nil {
 		return options{}, err
 	}

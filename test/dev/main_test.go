@@ -20,15 +20,20 @@ import (
 const testTimeout = 5 * time.Minute
 
 // TestDevTellsTheWholeStory runs what `make dev` and `make dev-change` run,
-// without holding: Flux applies the seeded examples, every binding records
-// method Flux and the seeded commit and audits Verified; a change moves
-// minimal to a new binding at the new commit and releases the old one;
-// stopping removes everything, and a second run right after works.
+// without holding, on a real node where the machine can run one: Flux
+// applies the seeded examples, every binding records method Flux and the
+// seeded commit and audits Verified, and minimal answers /embed through
+// kubectl port-forward; a change moves minimal to a new binding at the new
+// commit and releases the old one; stopping removes everything, and a
+// second run right after works, on the kwok cluster make dev falls back to.
 func TestDevTellsTheWholeStory(t *testing.T) {
 	opts := testOptions(t)
 	e := startTestEnv(t, opts)
 	s, err := newSession(&logWriter{t: t}, &e.st)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	if harness.NodeUnsupported() == "" {
+		NewWithT(t).Expect(e.node).NotTo(BeNil(), "this machine runs real pods")
+	}
 
 	step(t, "every server is Ready and every binding records Flux and the seeded commit", func(t *testing.T) {
 		g := NewWithT(t)
@@ -38,6 +43,12 @@ func TestDevTellsTheWholeStory(t *testing.T) {
 		g.Expect(bindings.Items).To(HaveLen(3), "minimal, shared-cache and advanced each have a cache")
 		for _, b := range bindings.Items {
 			expectFluxSource(g, &b, e.repo.URL, e.seed)
+		}
+		if e.node != nil {
+			result, err := e.embed(t.Context(), embedServer)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(result.vectors).To(HaveLen(1))
+			g.Expect(result.commands[0]).To(ContainSubstring("port-forward svc/" + embedServer))
 		}
 	})
 	step(t, "audit -A verifies every binding at the seeded commit", func(t *testing.T) {
@@ -62,12 +73,23 @@ func TestDevTellsTheWholeStory(t *testing.T) {
 		expectVerified(g, results[0], e.seed, seedSubject)
 		expectVerified(g, results[1], result.commit, "Move the minimal cache to the fast storage class")
 	})
-	step(t, "stopping removes the state, and a second run right after works", func(t *testing.T) {
+	step(t, "stopping removes the state, and a second run right after works, on kwok", func(t *testing.T) {
 		g := NewWithT(t)
+		var nodeDir string
+		if e.node != nil {
+			nodeDir = e.node.Dir
+		}
 		g.Expect(e.stop()).To(Succeed())
 		g.Expect(e.st.Dir).NotTo(BeADirectory())
 		g.Expect(opts.stateFile).NotTo(BeAnExistingFile())
-		again := startTestEnv(t, opts)
+		if nodeDir != "" {
+			g.Expect(nodeDir).NotTo(BeAnExistingFile(), "the node's Stop tore it down")
+		}
+		// The kwok path make dev falls back to, without a second real node.
+		kwok := opts
+		kwok.node = nodeKwok
+		again := startTestEnv(t, kwok)
+		g.Expect(again.node).To(BeNil())
 		s, err := newSession(&logWriter{t: t}, &again.st)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(s.waitApplied(t.Context(), again.seed, testTimeout)).To(Succeed())
@@ -89,6 +111,7 @@ func testOptions(t *testing.T) options {
 		stateFile:  filepath.Join(dir, "state.json"),
 		controller: controller,
 		timeout:    testTimeout,
+		node:       nodeAuto,
 	}
 }
 

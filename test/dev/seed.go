@@ -14,8 +14,8 @@ import (
 const seedSubject = "Add the embedops examples"
 
 // seed commits every file of dir (not its subdirectories) to examplesPath
-// of repo and returns the commit.
-func seed(ctx context.Context, repo *harness.GitRepo, dir string) (string, error) {
+// of repo, after edit (when given) changed them, and returns the commit.
+func seed(ctx context.Context, repo *harness.GitRepo, dir string, edit func(files map[string]string) error) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return "", fmt.Errorf("reading the examples: %w", err)
@@ -33,6 +33,11 @@ func seed(ctx context.Context, repo *harness.GitRepo, dir string) (string, error
 	}
 	if len(files) == 0 {
 		return "", fmt.Errorf("no examples in %s", dir)
+	}
+	if edit != nil {
+		if err := edit(files); err != nil {
+			return "", err
+		}
 	}
 	return repo.Commit(ctx, seedSubject, files)
 }

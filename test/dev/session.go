@@ -57,8 +57,12 @@ func revisionOf(commit string) string {
 func (s *session) waitApplied(ctx context.Context, commit string, timeout time.Duration) error {
 	var waiting string
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		waiting = s.notApplied(ctx, revisionOf(commit))
-		return waiting == "", nil
+		now := s.notApplied(ctx, revisionOf(commit))
+		if ctx.Err() == nil {
+			// Kept from the last look that the deadline did not cut short.
+			waiting = now
+		}
+		return now == "", nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for Flux to apply %s: %s: %w", short(commit), waiting, err)

@@ -24,6 +24,8 @@ type state struct {
 	RepoURL string `json:"repoURL"`
 	// Namespace holds the examples.
 	Namespace string `json:"namespace"`
+	// Real says the pods run on a real node, not kwok.
+	Real bool `json:"real,omitempty"`
 }
 
 // readState reads the state file of a running up.

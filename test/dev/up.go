@@ -36,6 +36,9 @@ func up(ctx context.Context, out io.Writer, opts options) (err error) {
 	if err != nil {
 		return err
 	}
+	if e.node != nil {
+		takeSignals()
+	}
 	defer func() {
 		fmt.Fprintln(out, "dev: stopping every process and removing", e.st.Dir)
 		err = errors.Join(err, e.stop())
@@ -79,7 +82,10 @@ func (e *env) show(ctx context.Context, s *session) error {
 	fmt.Fprintln(e.out, "\n$ embedops audit -A")
 	audited, err := s.audit(ctx, "table")
 	fmt.Fprint(e.out, audited)
-	return err
+	if err != nil || e.node == nil {
+		return err
+	}
+	return e.showEmbedding(ctx)
 }
 
 // createFluxObjects creates the GitRepository following the dev repository
@@ -97,10 +103,10 @@ func (e *env) createFluxObjects(ctx context.Context) error {
 		Namespace: fluxNamespace, Name: kustomizationName, Source: gitRepositoryName, Path: "./" + examplesPath,
 		TargetNamespace: e.opts.namespace, Timeout: kustomizationTimeout, RetryInterval: 10 * time.Second, HealthCheckExprs: exprs,
 	})
-	if err := e.cluster.Client.Create(ctx, repo); err != nil {
+	if err := e.client.Create(ctx, repo); err != nil {
 		return fmt.Errorf("creating the GitRepository: %w", err)
 	}
-	if err := e.cluster.Client.Create(ctx, ks); err != nil {
+	if err := e.client.Create(ctx, ks); err != nil {
 		return fmt.Errorf("creating the Kustomization: %w", err)
 	}
 	return nil

@@ -41,21 +41,42 @@ func residentBytes(pid int) uint64 {
 	return 0
 }
 
-// SaveLogs copies the components' logs to dir, which outlives Stop, for a
-// failed run's diagnosis.
+// SaveLogs copies the components' logs and the pods' (the kubelet's
+// podLogsDir, pods/<namespace>_<pod>_<uid>/<container>/<n>.log) to dir,
+// which outlives Stop, for a failed run's diagnosis.
 func (n *Node) SaveLogs(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	logs, _ := filepath.Glob(n.files.path("*.log"))
 	for _, log := range logs {
-		data, err := os.ReadFile(log)
+		if err := copyLog(log, filepath.Join(dir, filepath.Base(log))); err != nil {
+			return err
+		}
+	}
+	return filepath.WalkDir(n.files.podLogsDir, func(path string, entry os.DirEntry, err error) error {
+		if err != nil || entry.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(n.files.podLogsDir, path)
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", log, err)
+			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(log)), data, 0o644); err != nil {
-			return fmt.Errorf("saving %s: %w", log, err)
-		}
+		return copyLog(path, filepath.Join(dir, "pods", rel))
+	})
+}
+
+// copyLog copies a log file, creating its directory.
+func copyLog(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", from, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(to), err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		return fmt.Errorf("saving %s: %w", from, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ package node
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -36,6 +37,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 // run starts the node, runs the tests and stops the node.
 func run(m *testing.M) int {
 	ctrl.SetLogger(logr.Discard())
+	runTogether()
 	if skipReason = harness.NodeUnsupported(); skipReason != "" {
 		return m.Run()
 	}
@@ -59,7 +61,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Printf("node: %s started in %s (%s)\n", node.Name, time.Since(began).Round(time.Millisecond), node.Dir)
-	code := m.Run()
+	code := 1
+	if err := installOperator(ctx, filepath.Join(dir, "operator")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
 	printMemory(node.MemoryUsage())
 	if code != 0 {
 		logs := filepath.Join(os.TempDir(), node.Name+"-logs")
@@ -77,17 +84,37 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildImages builds the pause and podcheck images' archives in dir.
+// buildImages builds the node's images (harness.NodeImages: the sandbox,
+// the controller, the hub and TEI stand-ins) and podcheck's in dir.
 func buildImages(ctx context.Context, dir string) ([]string, error) {
-	var archives []string
-	for i, image := range []harness.ImageArchive{harness.PauseImage, podcheck} {
-		archive := filepath.Join(dir, fmt.Sprintf("image-%d.tar", i))
-		if err := image.Build(ctx, archive); err != nil {
-			return nil, err
+	podcheck := podcheck
+	podcheck.File = "podcheck.tar"
+	images := harness.NodeImages()
+	for i := range images {
+		if images[i].Ref == harness.ControllerImageRef {
+			images[i].ExtraRefs = append(images[i].ExtraRefs, installedControllerImage)
 		}
-		archives = append(archives, archive)
 	}
-	return archives, nil
+	began := time.Now()
+	archives, err := harness.BuildImages(ctx, dir, append(images, podcheck)...)
+	if err == nil {
+		fmt.Printf("node: built %d images in %s\n", len(archives), time.Since(began).Round(time.Millisecond))
+	}
+	return archives, err
+}
+
+// installOperator installs the operator from config/default as a user
+// does (operatorOverlay) and waits until its controller is Available.
+func installOperator(ctx context.Context, dir string) error {
+	began := time.Now()
+	if err := operatorOverlay(dir); err != nil {
+		return err
+	}
+	if err := harness.InstallOperator(ctx, node.Client, dir); err != nil {
+		return err
+	}
+	fmt.Printf("node: operator installed and Available in %s\n", time.Since(began).Round(time.Millisecond))
+	return nil
 }
 
 // printMemory prints the node's memory by component, in MiB.
@@ -100,6 +127,21 @@ func printMemory(usage map[string]uint64) {
 		parts = append(parts, fmt.Sprintf("%s %d", name, usage[name]>>20))
 	}
 	fmt.Printf("node: memory %d MiB: %s\n", total>>20, strings.Join(parts, ", "))
+}
+
+// nodeParallel is how many tests marked parallel run at once: they wait
+// on pods (probes every 10 s), not on the CPU, so GOMAXPROCS, -parallel's
+// default, would serialize waits.
+const nodeParallel = "8"
+
+// runTogether sets -parallel to nodeParallel unless it was given.
+func runTogether() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", nodeParallel)
+	}
 }
 
 // requireNode skips the test when the machine cannot run a node.

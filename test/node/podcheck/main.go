@@ -7,6 +7,8 @@
 //	                               the kubernetes Service with its
 //	                               ServiceAccount token, then GETs SERVICE_URL
 //	                               through cluster DNS
+//	podcheck owners DIR            reports, as JSON, DIR's owner and mode and
+//	                               how many entries below it each owner has
 //
 // Every command writes what it found to /dev/termination-log (the pod's
 // terminationMessagePath) and stdout.
@@ -36,7 +38,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: podcheck write|serve|cluster [arguments]"))
+		fail(errors.New("usage: podcheck write|serve|cluster|owners [arguments]"))
 	}
 	var err error
 	switch args := os.Args[2:]; os.Args[1] {
@@ -46,6 +48,8 @@ func main() {
 		err = serve(args)
 	case "cluster":
 		err = cluster(args)
+	case "owners":
+		err = owners(args)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

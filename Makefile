@@ -136,6 +136,11 @@ build: ## Build the controller and the CLI into ./bin, the CLI also as the kubec
 	printf '#!/bin/sh\nexec kubectl-embedops __complete "$$@"\n' > $(BIN)/kubectl_complete-embedops
 	chmod +x $(BIN)/kubectl_complete-embedops
 
+KREW_URI_BASE ?=
+.PHONY: krew
+krew: ## Package the CLI as the krew plugin embedops: archives for linux and darwin (amd64, arm64) and bin/krew/embedops.yaml (KREW_URI_BASE= where they will be published).
+	go run ./test/krew -o $(BIN)/krew -version $(VERSION) -commit $(COMMIT) -uri-base "$(KREW_URI_BASE)"
+
 IMAGE_DIR ?= $(BIN)/image
 IMAGE_REF ?= embedops-controller:latest
 .PHONY: image

@@ -58,11 +58,26 @@ func (e *env) startCluster(ctx context.Context) error {
 		if err == nil || e.opts.node == nodeReal || ctx.Err() != nil {
 			return err
 		}
-		devLog.Write([]byte(err.Error() + "\n")) //nolint:errcheck // a log
-		reason = "the real node did not start: " + firstLine(err.Error()) + " (all of it in dev.log)"
+		if reason, err = e.abandonNode(err); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(e.out, "dev: pods are simulated by kwok (no TEI process runs, no image is pulled): %s\n", reason)
 	return e.startKwok(ctx)
+}
+
+// abandonNode logs why the real node did not start, stops it if it had,
+// and returns the reason to print.
+func (e *env) abandonNode(failure error) (string, error) {
+	_, _ = devLog.Write([]byte(failure.Error() + "\n"))
+	reason := "the real node did not start: " + firstLine(failure.Error()) + " (all of it in dev.log)"
+	if e.node == nil {
+		return reason, nil
+	}
+	// Started, then failed to offer a GPU: not kept beside kwok.
+	err := e.node.Stop()
+	e.node, e.st.Real = nil, false
+	return reason, err
 }
 
 // startKwok starts the local kwok cluster.

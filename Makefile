@@ -147,6 +147,15 @@ IMAGE_REF ?= embedops-controller:latest
 image: ## Build the controller image (controller and embedops, non-root, empty base) as an OCI image layout in bin/image, without a container runtime.
 	cd test/tools/image && GOFLAGS=-mod=readonly go run . -repo $(CURDIR) -o $(abspath $(IMAGE_DIR)) -ref $(IMAGE_REF)
 
+# The real node's images (test/harness NodeImages), which `go test
+# ./test/node/` builds for itself: the controller (also the populator), the
+# hub and TEI stand-ins under the names config/ and the examples use, and
+# the sandbox image, each a docker-archive for `ctr images import`.
+IMAGES_DIR ?= $(BIN)/images
+.PHONY: images
+images: ## Build the real node's images (controller, hub and TEI stand-ins, pause) as docker-archive tarballs in bin/images, without a container runtime.
+	go run ./test/harness/images -o $(abspath $(IMAGES_DIR))
+
 .PHONY: run
 run: manifests ## Run the controller against the current kubeconfig.
 	go run ./cmd/controller

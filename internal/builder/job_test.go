@@ -138,3 +138,20 @@ func TestPopulateJobNameFitsAJobNameForTheLongestBinding(t *testing.T) {
 	}
 	g.Expect(builder.PopulateJobName("short")).To(Equal("short-populate"), "a name that fits is kept readable")
 }
+
+func TestPopulatorIsPulledIfNotPresentEvenAsLatest(t *testing.T) {
+	g := NewWithT(t)
+	binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
+	for _, cache := range []*builder.Cache{
+		withPopulator(sharedCache("b", "10Gi"), "embedops-controller:latest"),
+		withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:latest"),
+	} {
+		job, err := builder.PopulateJob(server("s"), binding, cache, builder.Facts{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(job.Spec.Template.Spec.Containers[0].ImagePullPolicy).To(Equal(corev1.PullIfNotPresent),
+			"the API server would default :latest to Always and need the registry")
+	}
+	sts, err := builder.StatefulSet(server("s"), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:latest"), builder.Facts{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sts.Spec.Template.Spec.InitContainers[0].ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
+}

@@ -54,8 +54,15 @@ func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache, selecti
 	command = append(command, selection...)
 	command = append(command, "--dir", CacheMountPath, "--termination-log", TerminationLogPath)
 	return corev1.Container{
-		Name:                     PopulateContainerName,
-		Image:                    cache.PopulatorImage,
+		Name:  PopulateContainerName,
+		Image: cache.PopulatorImage,
+		// Set, never defaulted: the API server defaults a ":latest" or
+		// untagged image to Always (k8s pkg/apis/core/v1/defaults.go,
+		// SetDefaults_Container), and the populator image is the
+		// controller's own, which config/manager runs IfNotPresent as
+		// embedops-controller:latest. Always would make every pod start
+		// and populate Job need the registry.
+		ImagePullPolicy:          corev1.PullIfNotPresent,
 		Command:                  command,
 		Env:                      downloaderEnv(server),
 		Resources:                *populateResources.DeepCopy(),

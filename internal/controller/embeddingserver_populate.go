@@ -88,6 +88,15 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 
+// jobCreatedMessage is the event of a new populate Job.
+func jobCreatedMessage(scope *serverScope, job string) string {
+	model := scope.server.Spec.Model.Name
+	if scope.cache.Mode == embedopsv1.CacheModePerReplica {
+		return fmt.Sprintf("created Job %s to resolve %s at %s on the hub before the pods start", job, model, builder.ServedRevision(scope.server, scope.cache))
+	}
+	return fmt.Sprintf("created Job %s to download %s into the shared cache %s", job, model, scope.cache.ClaimName)
+}
+
 // runningJobMessage says what the running populate Job does.
 func runningJobMessage(scope *serverScope, job *batchv1.Job) string {
 	model := scope.server.Spec.Model
@@ -132,8 +141,7 @@ func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serv
 		return nil, fmt.Errorf("creating populate Job %s: %w", key.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("created populate Job", "job", key.Name, "binding", scope.binding.Name)
-	r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.DownloadingReason, "Populate",
-		"created Job %s to download %s into the shared cache %s", key.Name, scope.server.Spec.Model.Name, scope.cache.ClaimName)
+	r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.DownloadingReason, "Populate", "%s", jobCreatedMessage(scope, key.Name))
 	return desired, nil
 }
 
@@ -270,22 +278,33 @@ func jobFinishedAt(job *batchv1.Job) time.Time {
 }
 
 // serversOfPopulateJob maps a populate Job to the servers of its namespace
-// that use its binding.
+// that use its binding: those the binding's requestReferences name (a new
+// server has no status.cacheBinding until its children are applied, and it
+// waits for this Job first) and those whose status.cacheBinding names it.
 func (r *EmbeddingServerReconciler) serversOfPopulateJob(ctx context.Context, job client.Object) []reconcile.Request {
-	binding := job.GetLabels()[embedopsv1.PopulatesLabel]
-	if binding == "" {
+	name := job.GetLabels()[embedopsv1.PopulatesLabel]
+	if name == "" {
 		return nil
+	}
+	seen := map[types.NamespacedName]bool{}
+	binding := &embedopsv1.ModelCacheBinding{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: name}, binding); err == nil {
+		for _, ref := range binding.Status.RequestReferences {
+			seen[types.NamespacedName{Namespace: job.GetNamespace(), Name: ref.Name}] = true
+		}
 	}
 	var servers embedopsv1.EmbeddingServerList
 	if err := r.client.List(ctx, &servers, client.InNamespace(job.GetNamespace())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing the servers of a populate Job", "job", client.ObjectKeyFromObject(job))
-		return nil
 	}
-	var requests []reconcile.Request
 	for i := range servers.Items {
-		if servers.Items[i].Status.CacheBinding == binding {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&servers.Items[i])})
+		if servers.Items[i].Status.CacheBinding == name {
+			seen[client.ObjectKeyFromObject(&servers.Items[i])] = true
 		}
+	}
+	requests := make([]reconcile.Request, 0, len(seen))
+	for key := range seen {
+		requests = append(requests, reconcile.Request{NamespacedName: key})
 	}
 	return requests
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
@@ -168,4 +169,22 @@ func finishJob(t *testing.T, g *WithT, job *batchv1.Job, interim, terminal batch
 	}
 	counts(&job.Status)
 	g.Expect(env.Client.Status().Update(t.Context(), job)).To(Succeed())
+}
+
+// TestFinishedPopulateJobWakesItsNewServer: the Job of a new server's
+// binding wakes the server when it finishes, though the server names no
+// binding in its status yet; nothing else would until --progress-interval.
+func TestFinishedPopulateJobWakesItsNewServer(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace, withPopulator, func(opts *ManagerOptions) { opts.EmbeddingServer.ProgressInterval = time.Hour })
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionFalse, embedopsv1.DownloadingReason)
+	g.Expect(getServer(t, g, key).Status.CacheBinding).To(BeEmpty(), "a new server names its binding once its children are applied")
+
+	completeResolveJob(t, g, namespace)
+
+	sts := waitForStatefulSet(t, g, key)
+	g.Expect(sts.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--revision=" + commitA))
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/gittestserver"
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,38 +185,6 @@ func (e *env) startGit(ctx context.Context) error {
 	return nil
 }
 
-// startControllers starts Flux's controllers and embedops' as processes,
-// at the same time, their logs in files.
-func (e *env) startControllers(ctx context.Context) error {
-	var err error
-	if e.controllerLog, err = os.Create(filepath.Join(e.st.Dir, "controller.log")); err != nil {
-		return fmt.Errorf("creating the controller log: %w", err)
-	}
-	group, groupCtx := errgroup.WithContext(ctx)
-	group.Go(func() error {
-		return e.spawner.run(func() error {
-			var err error
-			e.flux, err = harness.StartFlux(groupCtx, e.st.Kubeconfig, filepath.Join(e.st.Dir, "flux"))
-			return err
-		})
-	})
-	group.Go(func() error {
-		return e.spawner.run(func() error {
-			var err error
-			e.controller, err = harness.StartControllerLogging(groupCtx, e.opts.controller, e.st.Kubeconfig, e.controllerLog, e.controllerArgs()...)
-			return err
-		})
-	})
-	if err := group.Wait(); err != nil {
-		return err
-	}
-	for _, p := range e.flux.Processes() {
-		fmt.Fprintf(e.out, "dev: %s logs to %s\n", p.Name, p.LogPath)
-	}
-	fmt.Fprintf(e.out, "dev: embedops controller (pid %d) logs to %s\n", e.controller.PID(), e.controllerLog.Name())
-	return nil
-}
-
 // editExamples adds the hub stand-in's HF_ENDPOINT to the examples'
 // kustomization on a real node.
 func (e *env) editExamples(files map[string]string) error {
@@ -237,16 +204,6 @@ func (e *env) editExamples(files map[string]string) error {
 	fmt.Fprintf(e.out, "dev: on the real node, %s patches the examples (in the seeded commit, so the audit renders them): %s\n",
 		name, strings.Join(changes, "; "))
 	return nil
-}
-
-// controllerArgs are the controller's flags: on a real node the populator
-// is the controller's image, as config/manager sets it.
-func (e *env) controllerArgs() []string {
-	args := []string{"--log-encoding=console", "--progress-interval=2s"}
-	if e.node != nil {
-		args = append(args, "--populator-image="+controllerImage)
-	}
-	return args
 }
 
 // stop stops everything in reverse order and removes the directory and the

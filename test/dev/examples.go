@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,7 +14,7 @@ import (
 
 // exampleServer is what the real node needs to know of an example server.
 type exampleServer struct {
-	name, model, revision, image string
+	name, model, revision string
 	// hasEnv says whether the manifest sets spec.env, which a JSON patch
 	// appends to rather than creates.
 	hasEnv bool
@@ -24,7 +23,7 @@ type exampleServer struct {
 }
 
 // exampleServers reads the EmbeddingServers among the files of dir, with
-// the API's defaults for the image and the revision.
+// the API's default revision.
 func exampleServers(dir string) ([]exampleServer, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -48,26 +47,14 @@ func exampleServers(dir string) ([]exampleServer, error) {
 		}
 		servers = append(servers, exampleServer{
 			name: server.Name, model: server.Spec.Model.Name, revision: orDefault(server.Spec.Model.Revision, "main"),
-			image: orDefault(server.Spec.Image, embedopsv1.DefaultImage), hasEnv: len(server.Spec.Env) > 0,
-			cpu: server.Spec.Resources.Requests[corev1.ResourceCPU],
+			hasEnv: len(server.Spec.Env) > 0,
+			cpu:    server.Spec.Resources.Requests[corev1.ResourceCPU],
 		})
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("no EmbeddingServer in %s", dir)
 	}
 	return servers, nil
-}
-
-// teiImages are the distinct TEI images of servers, sorted.
-func teiImages(servers []exampleServer) []string {
-	var images []string
-	for _, s := range servers {
-		if !slices.Contains(images, s.image) {
-			images = append(images, s.image)
-		}
-	}
-	slices.Sort(images)
-	return images
 }
 
 // orDefault is value, or def when value is empty.

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/embedops/embedops/test/harness"
 )
 
 // The hub stand-in in the real node's cluster.
@@ -70,7 +72,7 @@ func hubObjects(models []byte) []client.Object {
 	port := intstr.FromInt32(hubPort)
 	pod := corev1.PodSpec{
 		Containers: []corev1.Container{{
-			Name: "hub", Image: hubImage, ImagePullPolicy: corev1.PullNever,
+			Name: "hub", Image: harness.HubImage.Ref, ImagePullPolicy: corev1.PullNever,
 			Args:           []string{fmt.Sprintf("-addr=:%d", hubPort), "-models=/etc/hub/" + modelsKey},
 			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: hubPort}},
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: port}}, PeriodSeconds: 1},

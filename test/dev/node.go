@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -98,12 +99,12 @@ func (e *env) startNode(ctx context.Context) error {
 		return err
 	}
 	began := time.Now()
-	archives, err := buildImages(ctx, filepath.Join(e.st.Dir, "images"), realImages(teiImages(servers)))
+	archives, err := harness.BuildImages(ctx, filepath.Join(e.st.Dir, "images"), realImages()...)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "dev: built the images: pause, controller and populator (%s), hub stand-in, TEI stand-in as %s (%s)\n",
-		controllerImage, strings.Join(teiImages(servers), " and "), since(began))
+	fmt.Fprintf(e.out, "dev: built the images (%s): the sandbox, %s:%s (controller and populator), the hub stand-in, the TEI stand-in as %s and %s\n",
+		since(began), controllerImageName, controllerTag, embedopsv1.DefaultImage, strings.Join(harness.TEICUDAImage.RefExamples, ", ")+"'s image")
 	fmt.Fprintln(e.out, "dev: starting a real node (one per machine at a time: this waits while another, such as test/node's, runs)")
 	node, err := harness.StartNode(ctx, harness.NodeOptions{SandboxImage: harness.PauseImage.Ref, Images: archives})
 	if err != nil {

@@ -29,16 +29,11 @@ import (
 // under config/default's namePrefix.
 const metricsReader = "embedops-metrics-reader"
 
-// installedControllerTag is the controller image's tag the tests install
-// instead of config/manager's "latest", as a user sets it with
-// `kustomize edit set image`. With "latest" the real populator cannot
-// start: internal/builder gives the populate init container and Job no
-// imagePullPolicy, so the API server defaults it to Always for a :latest
-// image (unlike the manager's IfNotPresent) and the kubelet pulls
-// docker.io/library/embedops-controller:latest (ErrImagePull without a
-// registry). Set it back to "latest" once the populator follows the
-// manager's pull policy.
-const installedControllerTag = "node"
+// installedControllerTag is the controller image's tag the tests install:
+// config/manager's own, so config/default is installed as shipped. The
+// populate init container and Job pull the same image IfNotPresent (a
+// :latest image defaulted to Always needed a registry until c1427dc).
+const installedControllerTag = "latest"
 
 // installedControllerImage is the controller image the tests install.
 var installedControllerImage = strings.Split(harness.ControllerImageRef, ":")[0] + ":" + installedControllerTag

@@ -37,16 +37,29 @@ func gitopsObject(t *testing.T, g *WithT, apiVersion, kind, namespace, name stri
 	}
 }
 
-func TestBindingRecordsAFluxSource(t *testing.T) {
-	g, namespace := reconciledNamespace(t)
-	revision := "main@sha1:" + gitopsCommit
+// fluxApps creates the GitRepository "models" and the Kustomization "apps"
+// applying ./apps from it, with status.
+func fluxApps(t *testing.T, g *WithT, namespace string, status map[string]any) {
+	t.Helper()
 	gitopsObject(t, g, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, "models",
 		map[string]any{"spec": map[string]any{"interval": "1m", "url": gitopsRepo}}, nil, true)
 	gitopsObject(t, g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps",
 		map[string]any{"spec": map[string]any{"interval": "1m", "path": "./apps", "prune": true,
 			"sourceRef": map[string]any{"kind": "GitRepository", "name": "models"}}},
-		map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": map[string]any{
-			"entries": []any{map[string]any{"id": namespace + "_tei_embedops.dev_EmbeddingServer", "v": "v1alpha1"}}}}, true)
+		status, true)
+}
+
+// appliedStatus is a Kustomization's status once it applied revision with
+// the server "tei" in its inventory.
+func appliedStatus(namespace, revision string) map[string]any {
+	return map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": map[string]any{
+		"entries": []any{map[string]any{"id": namespace + "_tei_embedops.dev_EmbeddingServer", "v": "v1alpha1"}}}}
+}
+
+func TestBindingRecordsAFluxSource(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	revision := "main@sha1:" + gitopsCommit
+	fluxApps(t, g, namespace, appliedStatus(namespace, revision))
 	server := fixtures.EmbeddingServer(namespace, "tei")
 	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
 	key := createServer(t, g, server)
@@ -87,12 +100,7 @@ func TestBindingRecordsAnArgoCDSource(t *testing.T) {
 func TestPendingSourceResolvesWhenFluxCatchesUp(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	revision := "main@sha1:" + gitopsCommit
-	gitopsObject(t, g, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, "models",
-		map[string]any{"spec": map[string]any{"interval": "1m", "url": gitopsRepo}}, nil, true)
-	gitopsObject(t, g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps",
-		map[string]any{"spec": map[string]any{"interval": "1m", "path": "./apps", "prune": true,
-			"sourceRef": map[string]any{"kind": "GitRepository", "name": "models"}}},
-		map[string]any{"lastAttemptedRevision": revision}, true)
+	fluxApps(t, g, namespace, map[string]any{"lastAttemptedRevision": revision})
 	server := fixtures.EmbeddingServer(namespace, "tei")
 	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
 	key := createServer(t, g, server)
@@ -103,8 +111,7 @@ func TestPendingSourceResolvesWhenFluxCatchesUp(t *testing.T) {
 	ks.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
 	ks.SetKind("Kustomization")
 	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: "apps"}, ks)).To(Succeed())
-	ks.Object["status"] = map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": map[string]any{
-		"entries": []any{map[string]any{"id": namespace + "_tei_embedops.dev_EmbeddingServer", "v": "v1alpha1"}}}}
+	ks.Object["status"] = appliedStatus(namespace, revision)
 	g.Expect(env.Client.Status().Update(t.Context(), ks)).To(Succeed())
 
 	waitForCondition(t, g, key, embedopsv1.SourceResolvedCondition, metav1.ConditionTrue, embedopsv1.SourceResolvedReason)
@@ -115,13 +122,7 @@ func TestPendingSourceResolvesWhenFluxCatchesUp(t *testing.T) {
 func TestStaleDeclaredRevisionIsReportedNotRecorded(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	revision := "main@sha1:" + gitopsCommit
-	gitopsObject(t, g, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, "models",
-		map[string]any{"spec": map[string]any{"interval": "1m", "url": gitopsRepo}}, nil, true)
-	gitopsObject(t, g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps",
-		map[string]any{"spec": map[string]any{"interval": "1m", "path": "./apps", "prune": true,
-			"sourceRef": map[string]any{"kind": "GitRepository", "name": "models"}}},
-		map[string]any{"lastAttemptedRevision": revision, "lastAppliedRevision": revision, "inventory": map[string]any{
-			"entries": []any{map[string]any{"id": namespace + "_tei_embedops.dev_EmbeddingServer", "v": "v1alpha1"}}}}, true)
+	fluxApps(t, g, namespace, appliedStatus(namespace, revision))
 	server := fixtures.EmbeddingServer(namespace, "tei")
 	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
 	server.Annotations = map[string]string{embedopsv1.SourceRevisionAnnotation: "v1.0.0@sha1:0123456789012345678901234567890123456789"}

@@ -195,16 +195,11 @@ func (c *Cluster) connect() error {
 	}
 	// Tests poll; client-go's default 5 QPS would throttle them.
 	config.QPS, config.Burst = 50, 100
-	if c.Scheme, err = NewScheme(); err != nil {
+	built, err := newClients(config)
+	if err != nil {
 		return err
 	}
-	if c.Client, err = client.New(config, client.Options{Scheme: c.Scheme}); err != nil {
-		return fmt.Errorf("creating a client: %w", err)
-	}
-	if c.Clientset, err = kubernetes.NewForConfig(config); err != nil {
-		return fmt.Errorf("creating a clientset: %w", err)
-	}
-	c.Config = config
+	c.Config, c.Scheme, c.Client, c.Clientset = config, built.scheme, built.client, built.clientset
 	return nil
 }
 

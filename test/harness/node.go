@@ -231,16 +231,11 @@ func (n *Node) connect(_ context.Context, _ NodeOptions) error {
 		QPS:             100,
 		Burst:           200,
 	}
-	if n.Scheme, err = NewScheme(); err != nil {
+	built, err := newClients(config)
+	if err != nil {
 		return err
 	}
-	if n.Client, err = client.New(config, client.Options{Scheme: n.Scheme}); err != nil {
-		return fmt.Errorf("creating a client: %w", err)
-	}
-	if n.Clientset, err = kubernetes.NewForConfig(config); err != nil {
-		return fmt.Errorf("creating a clientset: %w", err)
-	}
-	n.Config = config
+	n.Config, n.Scheme, n.Client, n.Clientset = config, built.scheme, built.client, built.clientset
 	return nil
 }
 

@@ -65,10 +65,8 @@ func (c *nodeCgroup) kill() error {
 		if err != nil || len(pids) == 0 {
 			return err
 		}
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		waitForExit(pids)
+		// A process that outlives its SIGKILL is listed again next round.
+		_ = killAll(pids)
 	}
 	return fmt.Errorf("processes are left in the cgroup %s after 50 rounds of SIGKILL", c.Path)
 }

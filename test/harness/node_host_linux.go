@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"golang.org/x/sys/unix"
 )
@@ -288,22 +291,27 @@ func shimSockets(state, socket string) []string {
 }
 
 // killAll sends SIGKILL to pids and waits for them to go.
-func killAll(pids []int) {
+func killAll(pids []int) error {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	waitForExit(pids)
+	return waitForExit(pids)
 }
 
-// waitForExit waits, up to processStopTimeout, until each process is gone
-// or a zombie.
-func waitForExit(pids []int) {
-	deadline := time.Now().Add(processStopTimeout)
-	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+// waitForExit polls, up to processStopTimeout, until each process is gone
+// or a zombie (they are not this process's children, so it cannot wait
+// for them), and names those still running after it.
+func waitForExit(pids []int) error {
+	var running []int
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, processStopTimeout, true,
+		func(context.Context) (bool, error) {
+			running = slices.DeleteFunc(slices.Clone(pids), func(pid int) bool { return !alive(pid) })
+			return len(running) == 0, nil
+		})
+	if err != nil {
+		return fmt.Errorf("processes %v still run %s after SIGKILL", running, processStopTimeout)
 	}
+	return nil
 }
 
 // alive reports whether pid runs (exists and is not a zombie).

@@ -82,7 +82,7 @@ func (n *Node) stop() error {
 		errs = append(errs, n.host.Cgroup.kill())
 		socket := containerdSocket(n.files.containerdDir)
 		sockets = shimSockets(filepath.Join(n.files.containerdDir, "state"), socket)
-		killAll(shimPIDs(socket))
+		errs = append(errs, killAll(shimPIDs(socket)))
 	}
 	errs = append(errs, stopProcesses(rest))
 	if n.forwarder != nil {
@@ -184,7 +184,7 @@ func sweepNode(name string) error {
 	socket := containerdSocket(containerd)
 	errs := []error{host.Cgroup.kill()}
 	sockets := shimSockets(filepath.Join(containerd, "state"), socket)
-	killAll(shimPIDs(socket))
+	errs = append(errs, killAll(shimPIDs(socket)))
 	return errors.Join(append(errs, teardownNode(dir, network, host, sockets))...)
 }
 

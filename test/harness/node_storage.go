@@ -36,28 +36,15 @@ func (p *localProvisioner) Provision(_ context.Context, options controller.Provi
 	if options.SelectedNodeName != p.nodeName {
 		return nil, controller.ProvisioningFinished, errors.New("the claim has no selected node of this cluster: its StorageClass must be WaitForFirstConsumer")
 	}
-	claim := options.PVC
 	path := filepath.Join(p.dir, options.PVName)
 	// Root-owned and private, as a fresh disk: the kubelet hands it to the
 	// pod's fsGroup.
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, controller.ProvisioningFinished, fmt.Errorf("creating the volume directory: %w", err)
 	}
-	reclaim := corev1.PersistentVolumeReclaimDelete
-	if options.StorageClass.ReclaimPolicy != nil {
-		reclaim = *options.StorageClass.ReclaimPolicy
-	}
-	return &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: options.PVName},
-		Spec: corev1.PersistentVolumeSpec{
-			PersistentVolumeReclaimPolicy: reclaim,
-			AccessModes:                   claim.Spec.AccessModes,
-			VolumeMode:                    claim.Spec.VolumeMode,
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
-			NodeAffinity:                  nodeAffinity(p.nodeName),
-		},
-	}, controller.ProvisioningFinished, nil
+	volume := volumeFor(options, corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}})
+	volume.Spec.NodeAffinity = nodeAffinity(p.nodeName)
+	return volume, controller.ProvisioningFinished, nil
 }
 
 // Delete removes the volume's directory, ignoring volumes outside dir.

@@ -66,23 +66,11 @@ func (p *hostPathProvisioner) Provision(ctx context.Context, options controller.
 	if err := os.MkdirAll(path, 0o750); err != nil {
 		return nil, controller.ProvisioningFinished, fmt.Errorf("creating the volume directory: %w", err)
 	}
-	reclaim := corev1.PersistentVolumeReclaimDelete
-	if options.StorageClass.ReclaimPolicy != nil {
-		reclaim = *options.StorageClass.ReclaimPolicy
-	}
-	return &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: options.PVName},
-		Spec: corev1.PersistentVolumeSpec{
-			PersistentVolumeReclaimPolicy: reclaim,
-			AccessModes:                   claim.Spec.AccessModes,
-			VolumeMode:                    claim.Spec.VolumeMode,
-			MountOptions:                  options.StorageClass.MountOptions,
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: path, Type: new(corev1.HostPathDirectoryOrCreate)},
-			},
-		},
-	}, controller.ProvisioningFinished, nil
+	volume := volumeFor(options, corev1.PersistentVolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: path, Type: new(corev1.HostPathDirectoryOrCreate)},
+	})
+	volume.Spec.MountOptions = options.StorageClass.MountOptions
+	return volume, controller.ProvisioningFinished, nil
 }
 
 // wait blocks for the provisioning delay, as a storage backend's create call
@@ -157,5 +145,26 @@ func runProvisioner(clientset kubernetes.Interface, name string, p controller.Pr
 		cancel()
 		<-done
 		workers.Wait()
+	}
+}
+
+// volumeFor is the PersistentVolume a provisioner returns for the claim of
+// options: its access and volume modes and requested size, the class's
+// reclaim policy (Delete by default, as a StorageClass's), and source.
+func volumeFor(options controller.ProvisionOptions, source corev1.PersistentVolumeSource) *corev1.PersistentVolume {
+	claim := options.PVC
+	reclaim := corev1.PersistentVolumeReclaimDelete
+	if options.StorageClass.ReclaimPolicy != nil {
+		reclaim = *options.StorageClass.ReclaimPolicy
+	}
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: options.PVName},
+		Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeReclaimPolicy: reclaim,
+			AccessModes:                   claim.Spec.AccessModes,
+			VolumeMode:                    claim.Spec.VolumeMode,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
+			PersistentVolumeSource:        source,
+		},
 	}
 }

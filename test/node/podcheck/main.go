@@ -125,13 +125,42 @@ func cluster(args []string) error {
 	if err != nil {
 		return fmt.Errorf("resolving %s: %w", target.Hostname(), err)
 	}
-	resp, err := http.Get(args[0]) //nolint:noctx // a one-shot check
+	status, attempts, err := getUntilAnswered(args[0])
 	if err != nil {
 		return err
 	}
-	_ = resp.Body.Close()
-	report(fmt.Sprintf("api server user %s; %s resolved to %s; GET %s: %d", user, target.Hostname(), strings.Join(addrs, ","), args[0], resp.StatusCode))
+	report(fmt.Sprintf("api server user %s; %s resolved to %s; GET %s: %d (attempt %d)", user, target.Hostname(), strings.Join(addrs, ","), args[0], status, attempts))
 	return nil
+}
+
+// Retrying the Service: kube-proxy programs a new Service's rules
+// asynchronously (pkg/proxy/iptables/proxier.go, v1.37.2: syncProxyRules runs
+// at most every minSyncPeriod after a change, later on a loaded node), and
+// until it has, a packet to the ClusterIP follows the node's routes, of
+// which this node has none: "network is unreachable". Every client of a new
+// Service retries; so does this one, within serviceDeadline.
+const (
+	serviceDeadline = time.Minute
+	serviceInterval = 500 * time.Millisecond
+)
+
+// getUntilAnswered GETs url until a response arrives or serviceDeadline
+// passes, and returns its status and the number of attempts.
+func getUntilAnswered(url string) (status, attempts int, err error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(serviceDeadline)
+	for {
+		attempts++
+		resp, err := client.Get(url) //nolint:noctx // bounded by the client's timeout
+		if err == nil {
+			_ = resp.Body.Close()
+			return resp.StatusCode, attempts, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, attempts, fmt.Errorf("after %d attempts in %s: %w", attempts, serviceDeadline, err)
+		}
+		time.Sleep(serviceInterval)
+	}
 }
 
 // whoAmI posts a SelfSubjectReview to https://kubernetes.default.svc with

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 
@@ -93,7 +94,7 @@ func OpenRepository(ctx context.Context, opts RepositoryOptions) (*git.Repositor
 		return nil, errors.New("no repository: give a local path or a URL")
 	}
 	if opts.CacheDir == "" {
-		return nil, fmt.Errorf("cloning %s: no cache directory", opts.URL)
+		return nil, fmt.Errorf("cloning %s: no cache directory", DisplayURL(opts.URL))
 	}
 	auth, err := authFor(opts.URL, opts.Auth)
 	if err != nil {
@@ -144,6 +145,18 @@ func authFor(url string, auth transport.AuthMethod) (transport.AuthMethod, error
 	return auth, nil
 }
 
+// DisplayURL is a repository URL fit to print: a password in it is
+// replaced by "xxxxx" (net/url's Redacted). Anything that does not parse as
+// a URL with a scheme (a path, scp-like SSH) carries none and is returned
+// as is.
+func DisplayURL(raw string) string {
+	parsed, err := neturl.Parse(raw)
+	if err != nil || parsed.Scheme == "" || parsed.User == nil {
+		return raw
+	}
+	return parsed.Redacted()
+}
+
 // cloneDir is the cache entry of a URL: a hash, so any URL makes a safe name.
 func cloneDir(cacheDir, url string) string {
 	sum := sha256.Sum256([]byte(url))
@@ -165,7 +178,7 @@ func clone(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("cloning %s: %w", url, err)
+		return nil, fmt.Errorf("cloning %s: %w", DisplayURL(url), err)
 	}
 	return repo, nil
 }
@@ -186,7 +199,7 @@ func initRemote(dir, url string) (*git.Repository, error) {
 func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*git.Repository, error) {
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
-		return nil, fmt.Errorf("opening cached clone of %s in %s: %w", url, dir, err)
+		return nil, fmt.Errorf("opening cached clone of %s in %s: %w", DisplayURL(url), dir, err)
 	}
 	err = repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteURL: url,
@@ -195,7 +208,7 @@ func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 		Force:     true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil, fmt.Errorf("fetching %s: %w", url, err)
+		return nil, fmt.Errorf("fetching %s: %w", DisplayURL(url), err)
 	}
 	return repo, nil
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -211,4 +213,56 @@ func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 		return nil, fmt.Errorf("fetching %s: %w", DisplayURL(url), err)
 	}
 	return repo, nil
+}
+
+// ResolveRevision is the commit a revision (a commit, branch or tag) names
+// in a repository OpenRepository returned for opts. In a local repository
+// it resolves as git does. In a clone, whose branches are the remote's
+// (refs/remotes/origin/...), a branch name is the remote's branch and HEAD
+// the remote's HEAD, asked of the remote.
+func ResolveRevision(ctx context.Context, repo *git.Repository, opts RepositoryOptions, revision string) (string, error) {
+	candidates := []string{revision}
+	if opts.Path == "" {
+		candidates = append(candidates, git.DefaultRemoteName+"/"+revision)
+		if revision == plumbing.HEAD.String() {
+			head, err := remoteHead(ctx, repo, opts)
+			if err != nil {
+				return "", err
+			}
+			candidates = append(candidates, head)
+		}
+	}
+	var first error
+	for _, candidate := range candidates {
+		hash, err := repo.ResolveRevision(plumbing.Revision(candidate))
+		if err == nil {
+			return hash.String(), nil
+		}
+		first = cmp.Or(first, err)
+	}
+	return "", first
+}
+
+// remoteHead is what the remote's HEAD names, as a revision of its clone:
+// origin/<branch>, or a commit.
+func remoteHead(ctx context.Context, repo *git.Repository, opts RepositoryOptions) (string, error) {
+	auth, err := authFor(opts.URL, opts.Auth)
+	if err != nil {
+		return "", err
+	}
+	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{opts.URL}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return "", fmt.Errorf("listing the references of %s: %w", DisplayURL(opts.URL), err)
+	}
+	for _, ref := range refs {
+		switch {
+		case ref.Name() != plumbing.HEAD:
+		case ref.Type() == plumbing.SymbolicReference:
+			return git.DefaultRemoteName + "/" + ref.Target().Short(), nil
+		default:
+			return ref.Hash().String(), nil
+		}
+	}
+	return "", fmt.Errorf("%s has no HEAD: name a branch, tag or commit", DisplayURL(opts.URL))
 }

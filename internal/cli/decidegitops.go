@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -63,14 +62,22 @@ func (o *gitOpsObject) previewSource(commit string) (embedopsv1.DecisionSource, 
 	return provenance.ArgoPreview(o.object, commit)
 }
 
-// resolveCommit is the commit a revision (commit, branch or tag) of repo
-// names; repoName says which repository in the error.
-func resolveCommit(repo *git.Repository, repoName, revision string) (string, error) {
-	hash, err := repo.ResolveRevision(plumbing.Revision(revision))
+// resolveCommit is the commit a revision (commit, branch or tag) of a
+// repository opened with repos names.
+func resolveCommit(ctx context.Context, repo *git.Repository, repos audit.RepositoryOptions, revision string) (string, error) {
+	commit, err := audit.ResolveRevision(ctx, repo, repos, revision)
 	if err != nil {
-		return "", fmt.Errorf("resolving %s in %s: %w", revision, repoName, err)
+		return "", fmt.Errorf("resolving %s in %s: %w", revision, repositoryName(repos), err)
 	}
-	return hash.String(), nil
+	return commit, nil
+}
+
+// repositoryName is the local path or the URL, fit to print.
+func repositoryName(repos audit.RepositoryOptions) string {
+	if repos.Path != "" {
+		return repos.Path
+	}
+	return audit.DisplayURL(repos.URL)
 }
 
 // renderGitOps renders the servers a Flux Kustomization or an Argo CD
@@ -82,11 +89,12 @@ func renderGitOps(ctx context.Context, opts decideOptions) ([]byte, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	repo, err := audit.OpenRepository(ctx, audit.RepositoryOptions{Path: opts.repo})
+	repos := audit.RepositoryOptions{Path: opts.repo}
+	repo, err := audit.OpenRepository(ctx, repos)
 	if err != nil {
 		return nil, "", err
 	}
-	commit, err := resolveCommit(repo, opts.repo, opts.revision)
+	commit, err := resolveCommit(ctx, repo, repos, opts.revision)
 	if err != nil {
 		return nil, "", err
 	}

@@ -131,16 +131,16 @@ func runDiff(ctx context.Context, stdout, stderr io.Writer, opts diffOptions) er
 	if err != nil {
 		return err
 	}
-	repo, name, err := openDiffRepository(ctx, opts)
+	repo, repos, err := openDiffRepository(ctx, opts)
 	if err != nil {
 		return err
 	}
-	report := &diffReport{Repository: name, From: diffRevision{Revision: opts.from}, To: diffRevision{Revision: opts.to}}
-	before, err := serversAt(repo, obj, &report.From, name, opts.namespace)
+	report := &diffReport{Repository: repositoryName(repos), From: diffRevision{Revision: opts.from}, To: diffRevision{Revision: opts.to}}
+	before, err := serversAt(ctx, repo, repos, obj, &report.From, opts.namespace)
 	if err != nil {
 		return err
 	}
-	after, err := serversAt(repo, obj, &report.To, name, opts.namespace)
+	after, err := serversAt(ctx, repo, repos, obj, &report.To, opts.namespace)
 	if err != nil {
 		return err
 	}
@@ -179,28 +179,29 @@ func checkDiffOptions(opts diffOptions) error {
 }
 
 // openDiffRepository opens --repo: a local repository, or a clone of a URL
-// kept in the cache directory. It returns the repository and its name fit
-// to print (no password).
-func openDiffRepository(ctx context.Context, opts diffOptions) (*git.Repository, string, error) {
+// kept in the cache directory. It returns the repository and where it came
+// from.
+func openDiffRepository(ctx context.Context, opts diffOptions) (*git.Repository, audit.RepositoryOptions, error) {
 	endpoint, err := transport.NewEndpoint(opts.repo)
 	if err != nil || endpoint.Protocol == "file" {
-		repo, err := audit.OpenRepository(ctx, audit.RepositoryOptions{Path: opts.repo})
-		return repo, opts.repo, err
+		repos := audit.RepositoryOptions{Path: opts.repo}
+		repo, err := audit.OpenRepository(ctx, repos)
+		return repo, repos, err
 	}
 	repos, err := repositoryOptions(auditOptions{cacheDir: opts.cacheDir})
 	if err != nil {
-		return nil, "", err
+		return nil, repos, err
 	}
 	repos.URL = opts.repo
 	repo, err := audit.OpenRepository(ctx, repos)
-	return repo, audit.DisplayURL(opts.repo), err
+	return repo, repos, err
 }
 
 // serversAt renders the servers the object applies at a revision and
 // records the commit the revision names. A commit without the object's path
 // has no servers.
-func serversAt(repo *git.Repository, obj *gitOpsObject, rev *diffRevision, repoName, defaultNamespace string) ([]*embedopsv1.EmbeddingServer, error) {
-	commit, err := resolveCommit(repo, repoName, rev.Revision)
+func serversAt(ctx context.Context, repo *git.Repository, repos audit.RepositoryOptions, obj *gitOpsObject, rev *diffRevision, defaultNamespace string) ([]*embedopsv1.EmbeddingServer, error) {
+	commit, err := resolveCommit(ctx, repo, repos, rev.Revision)
 	if err != nil {
 		return nil, err
 	}

@@ -142,6 +142,14 @@ func TestDiffTableIsAPlan(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank\s+\+ create\s+\S+\s+BAAI/bge-reranker-base@v2\s+.*\s+24h\s+unknown\s+yes$`))
 	g.Expect(out).To(MatchRegexp(`(?m)^team/legacy\s+- retire\s+\S+\s+intfloat/e5-small@main\s+Shared 10Gi\s+168h\s+-\s+no$`))
 	g.Expect(out).To(ContainSubstring("Plan: 2 to create, 1 kept, 1 kept with a new lifetime, 2 to retire. Rolls: team/rerank. Download: unknown (sizes: unknown: --cluster=off).\n"))
+
+	// A path neither revision has: nothing to list.
+	out, _, err = runDiffCLI(t, history, history.empty, history.empty, "--cluster=off")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(HaveSuffix("\n\nNo cache decisions at either revision.\n"))
+	out, _, err = runDiffCLI(t, history, history.empty, history.empty, "--cluster=off", "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring(`"servers": []`))
 }
 
 func TestDiffMarkdownIsReadyForAPullRequest(t *testing.T) {

@@ -141,10 +141,10 @@ func NewPlan(from, to []*embedopsv1.EmbeddingServer, known []embedopsv1.ModelCac
 	for _, predecessor := range successors {
 		superseded[predecessor] = true
 	}
-	plan := &Plan{}
+	plan := &Plan{Servers: []ServerChange{}}
 	created := map[string]bool{}
 	for _, key := range keys {
-		change := ServerChange{Server: key}
+		change := ServerChange{Server: key, Caches: []CacheChange{}}
 		old, updated := before.servers[key], after.servers[key]
 		if updated.name() != "" {
 			change.Caches = append(change.Caches, useOf(before, updated, old, successors, known, created))

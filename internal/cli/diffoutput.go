@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,9 +10,6 @@ import (
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
 )
-
-// fullCommit is a 40-hex model revision, shortened in tables.
-var fullCommit = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // diffRow is one cache of one server, as the table and markdown print it.
 type diffRow struct {
@@ -127,10 +123,15 @@ func actionLabel(action decision.Action) string {
 // modelOf is "model@revision", a full commit shortened.
 func modelOf(identity embedopsv1.CacheIdentity) string {
 	revision := identity.Revision
-	if fullCommit.MatchString(revision) {
+	if isFullCommit(revision) {
 		revision = revision[:12]
 	}
 	return identity.Model + "@" + revision
+}
+
+// isFullCommit reports whether a model revision is a 40-hex commit.
+func isFullCommit(revision string) bool {
+	return len(revision) == 40 && strings.Trim(revision, "0123456789abcdef") == ""
 }
 
 // cacheOf is the mode, size and class of a decision; no class means the

@@ -76,6 +76,8 @@ func TestDiffReviewsTheDevChange(t *testing.T) {
 	out, err = diff(seeded, branch, "-o", "markdown", "--fail-on-retire")
 	g.Expect(cli.ExitCode(err)).To(Equal(cli.ExitRetires), "%v", err)
 	g.Expect(out).To(ContainSubstring("> [!WARNING]"))
+	g.Expect(out).To(ContainSubstring("| `default/advanced` | = keep | "))
+	g.Expect(out).To(ContainSubstring("`BAAI/bge-large-en-v1.5@d4aa6901d3a4`"), "a pinned commit, shortened")
 	g.Expect(out).To(ContainSubstring("last used by `default/minimal`) is released 30s after its last user leaves"))
 	g.Expect(out).To(ContainSubstring("Plan: 1 to create, 2 kept, 1 to retire. Rolls: `default/minimal`."))
 

@@ -42,3 +42,35 @@ func TestCloneToleratesARemoteHeadWithoutItsBranch(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "the cached clone is fetched again")
 	g.Expect(filepath.Glob(filepath.Join(opts.CacheDir, "*.git"))).To(HaveLen(1))
 }
+
+// TestResolveRevisionReadsAClonesBranchesAndHead resolves revisions of a
+// clone as of the remote: branches are origin's, HEAD is origin's HEAD.
+func TestResolveRevisionReadsAClonesBranchesAndHead(t *testing.T) {
+	requireUploadPack(t)
+	g := NewWithT(t)
+	dir := t.TempDir()
+	remote, err := git.PlainInit(dir, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	tree, err := remote.Worktree()
+	g.Expect(err).NotTo(HaveOccurred())
+	signature := &object.Signature{Name: "a", Email: "a@example.com", When: time.Unix(0, 0)}
+	first, err := tree.Commit("first", &git.CommitOptions{AllowEmptyCommits: true, Author: signature})
+	g.Expect(err).NotTo(HaveOccurred())
+	second, err := tree.Commit("second", &git.CommitOptions{AllowEmptyCommits: true, Author: signature})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(remote.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", second))).To(Succeed())
+	g.Expect(remote.Storer.SetReference(plumbing.NewHashReference("refs/tags/v1", first))).To(Succeed())
+	g.Expect(remote.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, "refs/heads/main"))).To(Succeed())
+	g.Expect(remote.Storer.RemoveReference("refs/heads/master")).To(Succeed())
+
+	opts := RepositoryOptions{URL: "file://" + dir, CacheDir: t.TempDir()}
+	repo, err := OpenRepository(context.Background(), opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	for revision, want := range map[string]plumbing.Hash{"main": second, "HEAD": second, "v1": first, first.String(): first} {
+		commit, err := ResolveRevision(context.Background(), repo, opts, revision)
+		g.Expect(err).NotTo(HaveOccurred(), revision)
+		g.Expect(commit).To(Equal(want.String()), revision)
+	}
+	_, err = ResolveRevision(context.Background(), repo, opts, "v2")
+	g.Expect(err).To(MatchError(plumbing.ErrReferenceNotFound))
+}

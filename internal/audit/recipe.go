@@ -10,6 +10,10 @@ import (
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
+// ErrPathNotFound is wrapped by Render's error when the commit has no
+// directory at the source's path.
+var ErrPathNotFound = errors.New("no such directory")
+
 // recipeFor is how a binding's source is rendered: as the Flux
 // Kustomization or Argo CD Application it records the settings of, else
 // plainly. reason says why it cannot be rendered faithfully.
@@ -31,7 +35,8 @@ func recipeFor(repo *git.Repository, source embedopsv1.DecisionSource) (recipe, 
 // records renders it, for previewing a decision. It returns the objects as
 // a YAML stream and the namespace the tool applies objects that name none
 // in ("" when it sets none). What the audit would call Unverifiable is an
-// error here.
+// error here; a path the commit does not have is one wrapping
+// ErrPathNotFound.
 func Render(repo *git.Repository, commit string, source embedopsv1.DecisionSource) ([]byte, string, error) {
 	if source.Chart != "" {
 		return nil, "", fmt.Errorf("not a git source: chart %s from %s", source.Chart, source.Repository)
@@ -57,7 +62,7 @@ func Render(repo *git.Repository, commit string, source embedopsv1.DecisionSourc
 	}
 	built := newRenderer(newObjects(repo.Storer)).render(root, renderDir(source.Path), rc)
 	if errors.Is(built.err, errPathNotFound) {
-		return nil, "", fmt.Errorf("path %q does not exist at %s", source.Path, commit)
+		return nil, "", fmt.Errorf("path %q does not exist at %s: %w", source.Path, commit, ErrPathNotFound)
 	}
 	return built.resources, namespace, built.err
 }

@@ -1,16 +1,19 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -93,7 +96,7 @@ func OpenRepository(ctx context.Context, opts RepositoryOptions) (*git.Repositor
 		return nil, errors.New("no repository: give a local path or a URL")
 	}
 	if opts.CacheDir == "" {
-		return nil, fmt.Errorf("cloning %s: no cache directory", opts.URL)
+		return nil, fmt.Errorf("cloning %s: no cache directory", DisplayURL(opts.URL))
 	}
 	auth, err := authFor(opts.URL, opts.Auth)
 	if err != nil {
@@ -144,6 +147,18 @@ func authFor(url string, auth transport.AuthMethod) (transport.AuthMethod, error
 	return auth, nil
 }
 
+// DisplayURL is a repository URL fit to print: a password in it is
+// replaced by "xxxxx" (net/url's Redacted). Anything that does not parse as
+// a URL with a scheme (a path, scp-like SSH) carries none and is returned
+// as is.
+func DisplayURL(raw string) string {
+	parsed, err := neturl.Parse(raw)
+	if err != nil || parsed.Scheme == "" || parsed.User == nil {
+		return raw
+	}
+	return parsed.Redacted()
+}
+
 // cloneDir is the cache entry of a URL: a hash, so any URL makes a safe name.
 func cloneDir(cacheDir, url string) string {
 	sum := sha256.Sum256([]byte(url))
@@ -165,7 +180,7 @@ func clone(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("cloning %s: %w", url, err)
+		return nil, fmt.Errorf("cloning %s: %w", DisplayURL(url), err)
 	}
 	return repo, nil
 }
@@ -186,7 +201,7 @@ func initRemote(dir, url string) (*git.Repository, error) {
 func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*git.Repository, error) {
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
-		return nil, fmt.Errorf("opening cached clone of %s in %s: %w", url, dir, err)
+		return nil, fmt.Errorf("opening cached clone of %s in %s: %w", DisplayURL(url), dir, err)
 	}
 	err = repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteURL: url,
@@ -195,7 +210,59 @@ func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 		Force:     true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil, fmt.Errorf("fetching %s: %w", url, err)
+		return nil, fmt.Errorf("fetching %s: %w", DisplayURL(url), err)
 	}
 	return repo, nil
+}
+
+// ResolveRevision is the commit a revision (a commit, branch or tag) names
+// in a repository OpenRepository returned for opts. In a local repository
+// it resolves as git does. In a clone, whose branches are the remote's
+// (refs/remotes/origin/...), a branch name is the remote's branch and HEAD
+// the remote's HEAD, asked of the remote.
+func ResolveRevision(ctx context.Context, repo *git.Repository, opts RepositoryOptions, revision string) (string, error) {
+	candidates := []string{revision}
+	if opts.Path == "" {
+		candidates = append(candidates, git.DefaultRemoteName+"/"+revision)
+		if revision == plumbing.HEAD.String() {
+			head, err := remoteHead(ctx, repo, opts)
+			if err != nil {
+				return "", err
+			}
+			candidates = append(candidates, head)
+		}
+	}
+	var first error
+	for _, candidate := range candidates {
+		hash, err := repo.ResolveRevision(plumbing.Revision(candidate))
+		if err == nil {
+			return hash.String(), nil
+		}
+		first = cmp.Or(first, err)
+	}
+	return "", first
+}
+
+// remoteHead is what the remote's HEAD names, as a revision of its clone:
+// origin/<branch>, or a commit.
+func remoteHead(ctx context.Context, repo *git.Repository, opts RepositoryOptions) (string, error) {
+	auth, err := authFor(opts.URL, opts.Auth)
+	if err != nil {
+		return "", err
+	}
+	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{opts.URL}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return "", fmt.Errorf("listing the references of %s: %w", DisplayURL(opts.URL), err)
+	}
+	for _, ref := range refs {
+		switch {
+		case ref.Name() != plumbing.HEAD:
+		case ref.Type() == plumbing.SymbolicReference:
+			return git.DefaultRemoteName + "/" + ref.Target().Short(), nil
+		default:
+			return ref.Hash().String(), nil
+		}
+	}
+	return "", fmt.Errorf("%s has no HEAD: name a branch, tag or commit", DisplayURL(opts.URL))
 }

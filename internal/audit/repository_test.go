@@ -123,3 +123,11 @@ func TestCloneDirIsOnePerURL(t *testing.T) {
 	g.Expect(cloneDir("/c", "https://a/x.git")).NotTo(Equal(cloneDir("/c", "https://a/y.git")))
 	g.Expect(filepath.Dir(cloneDir("/c", "../../etc"))).To(Equal("/c"))
 }
+
+func TestDisplayURLHidesPasswords(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(DisplayURL("https://ada:hunter2@git.example.com/fleet.git")).To(Equal("https://ada:xxxxx@git.example.com/fleet.git"))
+	g.Expect(DisplayURL("https://git.example.com/fleet.git")).To(Equal("https://git.example.com/fleet.git"))
+	g.Expect(DisplayURL("git@github.com:org/fleet.git")).To(Equal("git@github.com:org/fleet.git"))
+	g.Expect(DisplayURL("/srv/git/fleet.git")).To(Equal("/srv/git/fleet.git"))
+}

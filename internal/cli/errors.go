@@ -25,10 +25,15 @@ func IsUsageError(err error) bool {
 }
 
 // ExitCode is the process exit status for an error RunE returned: 1 for a
-// Mismatch, 2 for usage and I/O errors.
+// Mismatch, 3 for a change that releases data (diff --fail-on-retire), 2 for
+// usage and I/O errors.
 func ExitCode(err error) int {
-	if errors.Is(err, ErrMismatch) {
+	switch {
+	case errors.Is(err, ErrMismatch):
 		return 1
+	case errors.Is(err, ErrRetires):
+		return ExitRetires
+	default:
+		return ExitUsage
 	}
-	return ExitUsage
 }

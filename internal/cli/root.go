@@ -27,6 +27,6 @@ func NewRootCommandAs(argv0 string) *cobra.Command {
 		// cobra prints this name in usage and completion scripts.
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl embedops"}
 	}
-	root.AddCommand(newVersionCommand(), newDecideCommand(), newPopulateCommand(), newAuditCommand(), newTraceCommand(), newCleanupCommand())
+	root.AddCommand(newVersionCommand(), newDecideCommand(), newDiffCommand(), newPopulateCommand(), newAuditCommand(), newTraceCommand(), newCleanupCommand())
 	return root
 }

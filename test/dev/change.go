@@ -84,10 +84,20 @@ func (s *session) change(ctx context.Context, timeout time.Duration) (*changeRes
 	return result, err
 }
 
-// pushChange clones the dev repository, moves the changed server's cache to
-// the other storage class, pushes the commit and asks Flux to fetch it now.
+// pushChange pushes the change to the dev repository and asks Flux to fetch
+// it now.
 func (s *session) pushChange(ctx context.Context) (string, error) {
-	repo, err := harness.CloneGitRepo(ctx, s.st.RepoURL, branch)
+	commit, err := commitChange(ctx, s.out, s.st.RepoURL)
+	if err != nil {
+		return "", err
+	}
+	return commit, s.requestSourceReconcile(ctx)
+}
+
+// commitChange clones the dev repository at url, moves the changed server's
+// cache to the other storage class and pushes the commit.
+func commitChange(ctx context.Context, out io.Writer, url string) (string, error) {
+	repo, err := harness.CloneGitRepo(ctx, url, branch)
 	if err != nil {
 		return "", err
 	}
@@ -105,8 +115,8 @@ func (s *session) pushChange(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(s.out, "dev: pushed %s %q by %s: %s storageClassName %s -> %s\n", short(commit), subject, author(), file, from, to)
-	return commit, s.requestSourceReconcile(ctx)
+	fmt.Fprintf(out, "dev: pushed %s %q by %s: %s storageClassName %s -> %s\n", short(commit), subject, author(), file, from, to)
+	return commit, nil
 }
 
 // requestSourceReconcile annotates the GitRepository so that

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -99,10 +101,7 @@ func (e *env) createFluxObjects(ctx context.Context) error {
 	repo := harness.NewGitRepository(harness.GitRepositoryOptions{
 		Namespace: fluxNamespace, Name: gitRepositoryName, URL: e.repo.URL, Branch: branch, Interval: sourceInterval,
 	})
-	ks := harness.NewKustomization(harness.KustomizationOptions{
-		Namespace: fluxNamespace, Name: kustomizationName, Source: gitRepositoryName, Path: "./" + examplesPath,
-		TargetNamespace: e.opts.namespace, Timeout: kustomizationTimeout, RetryInterval: 10 * time.Second, HealthCheckExprs: exprs,
-	})
+	ks := examplesKustomization(e.opts.namespace, exprs)
 	if err := e.client.Create(ctx, repo); err != nil {
 		return fmt.Errorf("creating the GitRepository: %w", err)
 	}
@@ -110,6 +109,15 @@ func (e *env) createFluxObjects(ctx context.Context) error {
 		return fmt.Errorf("creating the Kustomization: %w", err)
 	}
 	return nil
+}
+
+// examplesKustomization is the Kustomization applying the dev repository's
+// examples to namespace, with healthCheckExprs exprs.
+func examplesKustomization(namespace string, exprs []any) *unstructured.Unstructured {
+	return harness.NewKustomization(harness.KustomizationOptions{
+		Namespace: fluxNamespace, Name: kustomizationName, Source: gitRepositoryName, Path: "./" + examplesPath,
+		TargetNamespace: namespace, Timeout: kustomizationTimeout, RetryInterval: 10 * time.Second, HealthCheckExprs: exprs,
+	})
 }
 
 // printLogTails prints the end of Flux's and the controller's logs on

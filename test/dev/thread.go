@@ -4,11 +4,12 @@ import "runtime"
 
 // spawner starts processes on OS threads that outlive them. The harness
 // starts processes with Pdeathsig, so the kernel kills a child when the
-// thread that forked it ends; and while a real node runs, every connection
-// into its network namespace (the API server's forwarder dials one per
-// connection) ends the thread it ran on. A process forked from an ordinary
-// thread, which Go later hands to such a dial, dies with it. Each start
-// runs on a thread of its own, locked until release.
+// thread that forked it ends. A dial into a real node's network namespace
+// returns its thread to the host namespace, but ends it when it cannot
+// (harness node_netns_linux.go); a process forked from a thread Go later
+// hands to such a dial would die with it, and make dev's Flux and
+// controller must not. Each start runs on a thread of its own, locked
+// until release.
 type spawner struct {
 	release chan struct{}
 }

@@ -66,8 +66,17 @@ func (n *nodeNetwork) start(cmd *exec.Cmd) error {
 	return err
 }
 
+// dialDone, when a test sets it, is told the thread each dial ran on once
+// the dial has left it.
+var dialDone func(tid int)
+
 // dial connects to address inside the namespace from a thread that enters
-// it; the socket stays in the namespace after the thread is gone.
+// it, then returns to the thread's own namespace; the socket stays in the
+// node's namespace. The thread is unlocked only once it is back: one that
+// cannot return ends with its goroutine, so no other goroutine runs in the
+// node's namespace. Threads are not ended otherwise: a process the harness
+// started from a thread dies with it (Pdeathsig, process_linux.go), and Go
+// hands any thread to a dial.
 func (n *nodeNetwork) dial(ctx context.Context, network, address string) (net.Conn, error) {
 	type result struct {
 		conn net.Conn
@@ -75,16 +84,28 @@ func (n *nodeNetwork) dial(ctx context.Context, network, address string) (net.Co
 	}
 	done := make(chan result, 1)
 	go func() {
-		// Never unlocked: the thread leaves with this goroutine, so no
-		// other goroutine runs in the node's namespace.
 		runtime.LockOSThread()
+		if dialDone != nil {
+			defer dialDone(unix.Gettid())
+		}
+		home, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			done <- result{err: fmt.Errorf("opening the thread's network namespace: %w", err)}
+			runtime.UnlockOSThread()
+			return
+		}
+		defer func() { _ = home.Close() }()
 		if err := enterNetns(n.path()); err != nil {
 			done <- result{err: err}
+			runtime.UnlockOSThread() // a failed setns leaves the thread where it was
 			return
 		}
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, network, address)
 		done <- result{conn, err}
+		if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 	}()
 	r := <-done
 	return r.conn, r.err

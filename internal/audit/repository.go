@@ -13,19 +13,9 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-)
 
-// Environment variables AuthFromEnv reads.
-const (
-	// EnvUsername is the user name for HTTP basic authentication.
-	EnvUsername = "GIT_USERNAME"
-	// EnvPassword is the password for HTTP basic authentication.
-	EnvPassword = "GIT_PASSWORD"
-	// EnvToken is a token for HTTP authentication; it is used as the
-	// password, with EnvUsername or "git" as the user name.
-	EnvToken = "GIT_TOKEN"
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
 // RepositoryOptions say where the repository behind a binding is.
@@ -39,9 +29,17 @@ type RepositoryOptions struct {
 	// CacheDir holds bare clones, one per URL, reused and fetched on later
 	// runs. Required when cloning.
 	CacheDir string
-	// Auth authenticates HTTP(S) clones and fetches; nil is anonymous. Other
-	// transports use their own defaults (an SSH agent for SSH).
-	Auth transport.AuthMethod
+	// Credentials authenticate clones and fetches (see Credentials for
+	// what each transport uses). In All they override, kind by kind, those
+	// Lookup finds: the precedence is flags and environment, then the
+	// cluster's, then none (anonymous HTTP; the SSH agent with the user's
+	// known_hosts files).
+	Credentials Credentials
+	// Lookup, when set, finds a binding's credentials as the tool that
+	// applied it has them (All only). An error names what could not be
+	// read; the clone goes on without it, and the binding is Unverifiable
+	// with that error when the clone fails.
+	Lookup func(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (Credentials, error)
 }
 
 // DefaultCacheDir is where clones are kept unless told otherwise: the
@@ -52,23 +50,6 @@ func DefaultCacheDir() (string, error) {
 		return "", fmt.Errorf("finding the user cache directory: %w", err)
 	}
 	return filepath.Join(dir, "embedops", "repositories"), nil
-}
-
-// AuthFromEnv returns HTTP basic authentication from EnvToken, or from
-// EnvUsername and EnvPassword, or nil when neither is set. getenv is
-// usually os.Getenv.
-func AuthFromEnv(getenv func(string) string) transport.AuthMethod {
-	username := getenv(EnvUsername)
-	if token := getenv(EnvToken); token != "" {
-		if username == "" {
-			username = "git"
-		}
-		return &http.BasicAuth{Username: username, Password: token}
-	}
-	if password := getenv(EnvPassword); username != "" || password != "" {
-		return &http.BasicAuth{Username: username, Password: password}
-	}
-	return nil
 }
 
 // OpenRepository opens opts.Path (a work tree, a directory inside one, or a
@@ -95,7 +76,7 @@ func OpenRepository(ctx context.Context, opts RepositoryOptions) (*git.Repositor
 	if opts.CacheDir == "" {
 		return nil, fmt.Errorf("cloning %s: no cache directory", opts.URL)
 	}
-	auth, err := authFor(opts.URL, opts.Auth)
+	auth, err := opts.Credentials.AuthMethod(opts.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -129,19 +110,6 @@ func forReading(repo *git.Repository) (*git.Repository, error) {
 		return nil, fmt.Errorf("reopening repository: %w", err)
 	}
 	return reopened, nil
-}
-
-// authFor keeps auth for HTTP(S) URLs only: basic authentication is an
-// error on other transports.
-func authFor(url string, auth transport.AuthMethod) (transport.AuthMethod, error) {
-	endpoint, err := transport.NewEndpoint(url)
-	if err != nil {
-		return nil, fmt.Errorf("parsing repository URL: %w", err)
-	}
-	if endpoint.Protocol != "http" && endpoint.Protocol != "https" {
-		return nil, nil
-	}
-	return auth, nil
 }
 
 // cloneDir is the cache entry of a URL: a hash, so any URL makes a safe name.

@@ -97,7 +97,7 @@ func loadBindings(ctx context.Context, stdin io.Reader, opts auditOptions, names
 
 // repositoryOptions turns the flags into where repositories come from.
 func repositoryOptions(opts auditOptions) (audit.RepositoryOptions, error) {
-	repos := audit.RepositoryOptions{Path: opts.repo, CacheDir: opts.cacheDir, Auth: audit.AuthFromEnv(os.Getenv)}
+	repos := audit.RepositoryOptions{Path: opts.repo, CacheDir: opts.cacheDir, Credentials: audit.CredentialsFromEnv(os.Getenv)}
 	if repos.Path == "" && repos.CacheDir == "" {
 		dir, err := audit.DefaultCacheDir()
 		if err != nil {

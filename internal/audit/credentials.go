@@ -245,6 +245,10 @@ func (c Credentials) sshAuth(endpoint *transport.Endpoint) (transport.AuthMethod
 	}
 	var keys *gitssh.PublicKeys
 	if c.hasSSHKey() {
+		var missing *ssh.PassphraseMissingError
+		if _, err := ssh.ParsePrivateKey(c.SSHKey); c.SSHKeyPassword == "" && errors.As(err, &missing) {
+			return nil, fmt.Errorf("the SSH key from %s is encrypted and no password was given", c.From)
+		}
 		var err error
 		if keys, err = gitssh.NewPublicKeys(user, c.SSHKey, c.SSHKeyPassword); err != nil {
 			// x/crypto's parse errors describe the key's format, not its bytes.
@@ -313,4 +317,15 @@ func (c Credentials) hostKeys(endpoint *transport.Endpoint) (gitssh.HostKeyCallb
 		return err
 	}
 	return gitssh.HostKeyCallbackHelper{HostKeyCallback: explained, HostKeyAlgorithms: db.HostKeyAlgorithms(hostPort)}, nil
+}
+
+// hostKeyHint says what a failed host key negotiation means: known_hosts
+// names the host with keys of other types only, so go-git asked for those
+// and the server has none. x/crypto's error has no exported type, hence
+// the match on its text.
+func hostKeyHint(err error) error {
+	if err != nil && strings.Contains(err.Error(), "no common algorithm for host key") {
+		return fmt.Errorf("host key mismatch: the known hosts have no key of a type the server offers: %w", err)
+	}
+	return err
 }

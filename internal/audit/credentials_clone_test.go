@@ -157,6 +157,10 @@ func TestCloneAuthenticatesWithAnSSHKeyAndChecksTheHostKey(t *testing.T) {
 		return []byte(knownhosts.Line([]string{knownhosts.Normalize(host)}, key) + "\n")
 	}
 	addr := strings.TrimPrefix(base, "ssh://git@")
+	otherHostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(authorized))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name  string
 		creds Credentials
@@ -173,6 +177,11 @@ func TestCloneAuthenticatesWithAnSSHKeyAndChecksTheHostKey(t *testing.T) {
 			want:  unverifiable("host key mismatch: " + addr + " presented ssh-rsa"),
 		},
 		{
+			name:  "the host is known by a key of another type",
+			creds: Credentials{SSHKey: authorizedKey, SSHKeyPassword: "key-password", KnownHosts: known(otherHostKey, addr), From: "Secret a/git", KnownHostsFrom: "Secret a/git"},
+			want:  unverifiable("host key mismatch: the known hosts have no key of a type the server offers"),
+		},
+		{
 			name:  "the host is not known",
 			creds: Credentials{SSHKey: authorizedKey, SSHKeyPassword: "key-password", KnownHosts: known(hostKey, "git.example.com"), From: "Secret a/git", KnownHostsFrom: "ConfigMap argocd/argocd-ssh-known-hosts-cm"},
 			want:  unverifiable("which is not in ConfigMap argocd/argocd-ssh-known-hosts-cm"),
@@ -185,7 +194,7 @@ func TestCloneAuthenticatesWithAnSSHKeyAndChecksTheHostKey(t *testing.T) {
 		{
 			name:  "the key's password is missing",
 			creds: Credentials{SSHKey: authorizedKey, KnownHosts: known(hostKey, addr), From: "Secret a/git", KnownHostsFrom: "Secret a/git"},
-			want:  unverifiable("reading the SSH key from Secret a/git"),
+			want:  unverifiable("the SSH key from Secret a/git is encrypted and no password was given"),
 		},
 	}
 	for _, tc := range cases {

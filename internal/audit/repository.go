@@ -133,7 +133,7 @@ func clone(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("cloning %s: %w", url, err)
+		return nil, fmt.Errorf("cloning %s: %w", url, hostKeyHint(err))
 	}
 	return repo, nil
 }
@@ -163,7 +163,7 @@ func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 		Force:     true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil, fmt.Errorf("fetching %s: %w", url, err)
+		return nil, fmt.Errorf("fetching %s: %w", url, hostKeyHint(err))
 	}
 	return repo, nil
 }

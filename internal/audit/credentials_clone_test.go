@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"encoding/pem"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -138,7 +139,9 @@ func TestCloneAuthenticatesWithAnSSHKeyAndChecksTheHostKey(t *testing.T) {
 		if err := s.server.StopSSH(); err != nil {
 			t.Error(err)
 		}
-		<-served
+		if err := <-served; !errors.Is(err, net.ErrClosed) {
+			t.Errorf("the SSH server stopped with %v, want its listener closed", err)
+		}
 	})
 	base := s.server.SSHAddress()
 	hostKey := serverHostKey(t, s.server, keyDir)

@@ -40,9 +40,11 @@ func Audit(ctx context.Context, repo *git.Repository, binding *embedopsv1.ModelC
 }
 
 // All audits bindings in order, each in repos.Path when set, else in a
-// clone of its own spec.source.repository (repos.URL is ignored). Builds
-// are shared between bindings of the same repository. A repository that
-// cannot be opened, tried once, makes its bindings Unverifiable.
+// clone of its own spec.source.repository (repos.URL is ignored),
+// authenticated with repos.Credentials over what repos.Lookup finds for the
+// binding. Builds are shared between bindings of the same repository. A
+// repository that cannot be opened, tried once per set of credentials,
+// makes its bindings Unverifiable.
 func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.ModelCacheBinding, opts Options) []Result {
 	a := newAuditor(opts)
 	type openedRepository struct {
@@ -56,13 +58,18 @@ func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.Mod
 		open := func() (*git.Repository, error) {
 			o := repos
 			o.URL = binding.Spec.Source.Repository
-			key := o.URL // with a local Path, every binding shares one key
-			if o.Path != "" {
-				key = ""
+			key := "" // with a local Path, every binding shares one key
+			var lookupErr error
+			if o.Path == "" {
+				o.Credentials, lookupErr = credentialsFor(ctx, repos, binding)
+				key = o.URL + "\x00" + o.Credentials.key()
 			}
 			r, ok := opened[key]
 			if !ok {
 				r.repo, r.err = OpenRepository(ctx, o)
+				if r.err != nil && lookupErr != nil {
+					r.err = fmt.Errorf("%w; %w", lookupErr, r.err)
+				}
 				opened[key] = r
 			}
 			return r.repo, r.err
@@ -70,6 +77,16 @@ func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.Mod
 		results = append(results, a.audit(ctx, binding, open))
 	}
 	return results
+}
+
+// credentialsFor is repos.Credentials over what repos.Lookup finds for the
+// binding; the lookup's error is returned with what it did find.
+func credentialsFor(ctx context.Context, repos RepositoryOptions, binding *embedopsv1.ModelCacheBinding) (Credentials, error) {
+	if repos.Lookup == nil {
+		return repos.Credentials, nil
+	}
+	found, err := repos.Lookup(ctx, binding)
+	return found.OverriddenBy(repos.Credentials), err
 }
 
 // auditor audits bindings, keeping one renderer per repository.

@@ -39,4 +39,8 @@
 //   - A binding is first checked against itself: a key or digest that its
 //     own fields do not give is a Mismatch even when nothing can be rendered.
 //   - Only SHA-1 repositories are read.
+//   - Clones authenticate with Credentials: given ones (flags, environment)
+//     over those a Lookup finds as the GitOps tool has them. Their values
+//     stay in memory, never in a result, an error or a file; SSH host keys
+//     are always checked against known_hosts.
 package audit

@@ -16,19 +16,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-)
 
-// Environment variables AuthFromEnv reads.
-const (
-	// EnvUsername is the user name for HTTP basic authentication.
-	EnvUsername = "GIT_USERNAME"
-	// EnvPassword is the password for HTTP basic authentication.
-	EnvPassword = "GIT_PASSWORD"
-	// EnvToken is a token for HTTP authentication; it is used as the
-	// password, with EnvUsername or "git" as the user name.
-	EnvToken = "GIT_TOKEN"
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
 // RepositoryOptions say where the repository behind a binding is.
@@ -42,9 +32,17 @@ type RepositoryOptions struct {
 	// CacheDir holds bare clones, one per URL, reused and fetched on later
 	// runs. Required when cloning.
 	CacheDir string
-	// Auth authenticates HTTP(S) clones and fetches; nil is anonymous. Other
-	// transports use their own defaults (an SSH agent for SSH).
-	Auth transport.AuthMethod
+	// Credentials authenticate clones and fetches (see Credentials for
+	// what each transport uses). In All they override, kind by kind, those
+	// Lookup finds: the precedence is flags and environment, then the
+	// cluster's, then none (anonymous HTTP; the SSH agent with the user's
+	// known_hosts files).
+	Credentials Credentials
+	// Lookup, when set, finds a binding's credentials as the tool that
+	// applied it has them (All only). An error names what could not be
+	// read; the clone goes on without it, and the binding is Unverifiable
+	// with that error when the clone fails.
+	Lookup func(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (Credentials, error)
 }
 
 // DefaultCacheDir is where clones are kept unless told otherwise: the
@@ -55,23 +53,6 @@ func DefaultCacheDir() (string, error) {
 		return "", fmt.Errorf("finding the user cache directory: %w", err)
 	}
 	return filepath.Join(dir, "embedops", "repositories"), nil
-}
-
-// AuthFromEnv returns HTTP basic authentication from EnvToken, or from
-// EnvUsername and EnvPassword, or nil when neither is set. getenv is
-// usually os.Getenv.
-func AuthFromEnv(getenv func(string) string) transport.AuthMethod {
-	username := getenv(EnvUsername)
-	if token := getenv(EnvToken); token != "" {
-		if username == "" {
-			username = "git"
-		}
-		return &http.BasicAuth{Username: username, Password: token}
-	}
-	if password := getenv(EnvPassword); username != "" || password != "" {
-		return &http.BasicAuth{Username: username, Password: password}
-	}
-	return nil
 }
 
 // OpenRepository opens opts.Path (a work tree, a directory inside one, or a
@@ -98,7 +79,7 @@ func OpenRepository(ctx context.Context, opts RepositoryOptions) (*git.Repositor
 	if opts.CacheDir == "" {
 		return nil, fmt.Errorf("cloning %s: no cache directory", DisplayURL(opts.URL))
 	}
-	auth, err := authFor(opts.URL, opts.Auth)
+	auth, err := opts.Credentials.AuthMethod(opts.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -134,19 +115,6 @@ func forReading(repo *git.Repository) (*git.Repository, error) {
 	return reopened, nil
 }
 
-// authFor keeps auth for HTTP(S) URLs only: basic authentication is an
-// error on other transports.
-func authFor(url string, auth transport.AuthMethod) (transport.AuthMethod, error) {
-	endpoint, err := transport.NewEndpoint(url)
-	if err != nil {
-		return nil, fmt.Errorf("parsing repository URL: %w", err)
-	}
-	if endpoint.Protocol != "http" && endpoint.Protocol != "https" {
-		return nil, nil
-	}
-	return auth, nil
-}
-
 // DisplayURL is a repository URL fit to print: a password in it is
 // replaced by "xxxxx" (net/url's Redacted). Anything that does not parse as
 // a URL with a scheme (a path, scp-like SSH) carries none and is returned
@@ -180,7 +148,7 @@ func clone(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("cloning %s: %w", DisplayURL(url), err)
+		return nil, fmt.Errorf("cloning %s: %w", DisplayURL(url), hostKeyHint(err))
 	}
 	return repo, nil
 }
@@ -210,7 +178,7 @@ func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*gi
 		Force:     true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil, fmt.Errorf("fetching %s: %w", DisplayURL(url), err)
+		return nil, fmt.Errorf("fetching %s: %w", DisplayURL(url), hostKeyHint(err))
 	}
 	return repo, nil
 }
@@ -246,7 +214,7 @@ func ResolveRevision(ctx context.Context, repo *git.Repository, opts RepositoryO
 // remoteHead is what the remote's HEAD names, as a revision of its clone:
 // origin/<branch>, or a commit.
 func remoteHead(ctx context.Context, repo *git.Repository, opts RepositoryOptions) (string, error) {
-	auth, err := authFor(opts.URL, opts.Auth)
+	auth, err := opts.Credentials.AuthMethod(opts.URL)
 	if err != nil {
 		return "", err
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	. "github.com/onsi/gomega"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -60,7 +58,7 @@ func TestAllClonesAndReusesTheRecordedRepository(t *testing.T) {
 	repo := newGitops(t)
 	url := "file://" + repo.dir
 	binding := bindingFor(t, prodServer("10Gi"), repo.commits[4], withSource(func(s *embedopsv1.DecisionSource) { s.Repository = url }))
-	opts := RepositoryOptions{CacheDir: t.TempDir(), Auth: &http.BasicAuth{Username: "u", Password: "p"}}
+	opts := RepositoryOptions{CacheDir: t.TempDir(), Credentials: Credentials{Username: "u", Password: "p"}}
 
 	results := All(context.Background(), opts, []embedopsv1.ModelCacheBinding{*binding}, Options{})
 	g.Expect(results).To(ConsistOf(HaveField("Result", Verified)))
@@ -75,46 +73,6 @@ func TestAllClonesAndReusesTheRecordedRepository(t *testing.T) {
 	head, err := again.Reference("refs/remotes/origin/main", true)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(head.Hash().String()).To(Equal(repo.commits[5]))
-}
-
-func TestAuthFromEnv(t *testing.T) {
-	cases := []struct {
-		name string
-		env  map[string]string
-		want transport.AuthMethod
-	}{
-		{name: "nothing", env: map[string]string{}, want: nil},
-		{name: "token", env: map[string]string{EnvToken: "t"}, want: &http.BasicAuth{Username: "git", Password: "t"}},
-		{name: "token and user", env: map[string]string{EnvToken: "t", EnvUsername: "me"}, want: &http.BasicAuth{Username: "me", Password: "t"}},
-		{name: "user and password", env: map[string]string{EnvUsername: "me", EnvPassword: "pw"}, want: &http.BasicAuth{Username: "me", Password: "pw"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			got := AuthFromEnv(func(k string) string { return tc.env[k] })
-			if tc.want == nil {
-				g.Expect(got).To(BeNil())
-				return
-			}
-			g.Expect(got).To(Equal(tc.want))
-		})
-	}
-}
-
-func TestAuthIsKeptForHTTPOnly(t *testing.T) {
-	g := NewWithT(t)
-	auth := &http.BasicAuth{Username: "u", Password: "p"}
-	for url, kept := range map[string]bool{
-		"https://git.example.com/x.git": true,
-		"http://git.example.com/x.git":  true,
-		"ssh://git@git.example.com/x":   false,
-		"git@git.example.com:x.git":     false,
-		"file:///srv/x.git":             false,
-	} {
-		got, err := authFor(url, auth)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(got != nil).To(Equal(kept), url)
-	}
 }
 
 func TestCloneDirIsOnePerURL(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/audit"
@@ -30,6 +31,12 @@ type auditOptions struct {
 	repo     string
 	cacheDir string
 	output   string
+	// sshKey and knownHosts are files whose credentials override the
+	// cluster's.
+	sshKey     string
+	knownHosts string
+	// argoNamespace is where Argo CD keeps its repository Secrets.
+	argoNamespace string
 }
 
 func newAuditCommand() *cobra.Command {
@@ -39,7 +46,11 @@ func newAuditCommand() *cobra.Command {
 		Short: "Verify recorded cache decisions against the git commits that made them",
 		Long: "audit reads ModelCacheBindings from the cluster (or -f FILE), checks out each one's recorded commit,\n" +
 			"renders its path with kustomize, recomputes the decision and reports Verified, Mismatch or\n" +
-			"Unverifiable, with the commit that originally made the decision. Exit status 1 means a Mismatch.",
+			"Unverifiable, with the commit that originally made the decision. Exit status 1 means a Mismatch.\n\n" +
+			"Clones authenticate, first to last: with --ssh-key, --known-hosts and $GIT_BEARER_TOKEN, $GIT_TOKEN or\n" +
+			"$GIT_USERNAME/$GIT_PASSWORD; then, for bindings read from the cluster, as Flux or Argo CD does (the\n" +
+			"GitRepository's secretRef; Argo CD's repository or repo-creds Secret and its SSH known hosts ConfigMap);\n" +
+			"else anonymously over HTTP(S) and with the SSH agent over SSH. SSH host keys are always checked.",
 		RunE: func(cmd *cobra.Command, names []string) error {
 			return runAudit(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, names)
 		},
@@ -49,6 +60,9 @@ func newAuditCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.repo, "repo", "", "local repository to audit against (default: clone each binding's spec.source.repository)")
 	cmd.Flags().StringVar(&opts.cacheDir, "cache-dir", "", "where clones are kept (default: the user cache directory)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputTable, "output format: table, json or yaml")
+	cmd.Flags().StringVar(&opts.sshKey, "ssh-key", "", "private key for SSH repositories, over the cluster's (password: $"+audit.EnvSSHKeyPassword+")")
+	cmd.Flags().StringVar(&opts.knownHosts, "known-hosts", "", "known_hosts file for SSH repositories, over the cluster's (default: the cluster's, else ~/.ssh/known_hosts)")
+	cmd.Flags().StringVar(&opts.argoNamespace, "argocd-namespace", "", "namespace of Argo CD's repository Secrets (default: the Application's)")
 	return cmd
 }
 
@@ -59,13 +73,24 @@ func runAudit(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, op
 	if opts.file != "" && len(names) > 0 {
 		return usageErrorf("name bindings or read them from -f, not both")
 	}
-	bindings, err := loadBindings(ctx, stdin, opts, names)
+	repos, err := repositoryOptions(opts, os.Getenv)
 	if err != nil {
 		return err
 	}
-	repos, err := repositoryOptions(opts)
+	var c client.Client
+	namespace := ""
+	if opts.file == "" {
+		if c, namespace, err = opts.kube.client(); err != nil {
+			return err
+		}
+	}
+	bindings, err := loadBindings(ctx, stdin, c, namespace, opts, names)
 	if err != nil {
 		return err
+	}
+	if c != nil && repos.Path == "" {
+		cluster := &clusterCredentials{client: c, argoNamespace: opts.argoNamespace}
+		repos.Lookup = warnOnce(stderr, cluster.lookup)
 	}
 	bar := newProgress(stderr)
 	results := audit.All(ctx, repos, bindings, audit.Options{Progress: bar.update})
@@ -79,8 +104,8 @@ func runAudit(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, op
 	return nil
 }
 
-// loadBindings reads bindings from -f or from the cluster.
-func loadBindings(ctx context.Context, stdin io.Reader, opts auditOptions, names []string) ([]embedopsv1.ModelCacheBinding, error) {
+// loadBindings reads bindings from -f, else from the cluster through c.
+func loadBindings(ctx context.Context, stdin io.Reader, c client.Client, namespace string, opts auditOptions, names []string) ([]embedopsv1.ModelCacheBinding, error) {
 	if opts.file != "" {
 		data, err := readInput(stdin, opts.file)
 		if err != nil {
@@ -88,16 +113,17 @@ func loadBindings(ctx context.Context, stdin io.Reader, opts auditOptions, names
 		}
 		return bindingsFromYAML(data)
 	}
-	c, namespace, err := opts.kube.client()
-	if err != nil {
-		return nil, err
-	}
 	return bindingsFromCluster(ctx, c, namespace, names)
 }
 
-// repositoryOptions turns the flags into where repositories come from.
-func repositoryOptions(opts auditOptions) (audit.RepositoryOptions, error) {
-	repos := audit.RepositoryOptions{Path: opts.repo, CacheDir: opts.cacheDir, Auth: audit.AuthFromEnv(os.Getenv)}
+// repositoryOptions turns the flags and the environment into where
+// repositories come from and the credentials that override the cluster's.
+func repositoryOptions(opts auditOptions, getenv func(string) string) (audit.RepositoryOptions, error) {
+	creds, err := givenCredentials(opts, getenv)
+	if err != nil {
+		return audit.RepositoryOptions{}, err
+	}
+	repos := audit.RepositoryOptions{Path: opts.repo, CacheDir: opts.cacheDir, Credentials: creds}
 	if repos.Path == "" && repos.CacheDir == "" {
 		dir, err := audit.DefaultCacheDir()
 		if err != nil {

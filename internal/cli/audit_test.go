@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/audit"
 	"github.com/embedops/embedops/internal/decision"
 )
 
@@ -114,6 +115,23 @@ func TestAuditRefusesBadFlags(t *testing.T) {
 	g.Expect(ExitCode(err)).To(Equal(2))
 	_, _, err = runCLI("", "audit", "-f", "x.yaml", "some-binding")
 	g.Expect(IsUsageError(err)).To(BeTrue())
+	_, _, err = runCLI("", "audit", "-f", "x.yaml", "--ssh-key", filepath.Join(t.TempDir(), "missing"))
+	g.Expect(err).To(MatchError(HavePrefix("reading --ssh-key: ")))
+}
+
+func TestGivenCredentialsReadTheFlagsFilesOverTheEnvironment(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	key, hosts := filepath.Join(dir, "id"), filepath.Join(dir, "known_hosts")
+	g.Expect(os.WriteFile(key, []byte("key bytes"), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(hosts, []byte("hosts"), 0o600)).To(Succeed())
+	env := map[string]string{audit.EnvToken: "t", audit.EnvSSHKeyPassword: "kp"}
+	creds, err := givenCredentials(auditOptions{sshKey: key, knownHosts: hosts}, func(k string) string { return env[k] })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(creds).To(Equal(audit.Credentials{
+		Username: "git", Password: "t", SSHKey: []byte("key bytes"), SSHKeyPassword: "kp", KnownHosts: []byte("hosts"),
+		From: "$GIT_TOKEN and --ssh-key " + key, KnownHostsFrom: "--known-hosts " + hosts,
+	}))
 }
 
 func TestBindingsFromYAMLReadsKubectlLists(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -47,6 +48,8 @@ type diffOptions struct {
 	application   string
 	repo          string
 	cacheDir      string
+	sshKey        string
+	knownHosts    string
 	from          string
 	to            string
 	namespace     string
@@ -108,6 +111,8 @@ func newDiffCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.application, "application", "", "an Argo CD Application whose source to render")
 	cmd.Flags().StringVar(&opts.repo, "repo", ".", "the repository: a local path, or a URL to clone (credentials from GIT_USERNAME, GIT_PASSWORD, GIT_TOKEN)")
 	cmd.Flags().StringVar(&opts.cacheDir, "cache-dir", "", "where clones are kept (default: the user cache directory)")
+	cmd.Flags().StringVar(&opts.sshKey, "ssh-key", "", "private key for an SSH --repo (password: $"+audit.EnvSSHKeyPassword+")")
+	cmd.Flags().StringVar(&opts.knownHosts, "known-hosts", "", "known_hosts file for an SSH --repo (default: ~/.ssh/known_hosts)")
 	cmd.Flags().StringVar(&opts.from, "from", "", "the commit, branch or tag before the change")
 	cmd.Flags().StringVar(&opts.to, "to", "HEAD", "the commit, branch or tag after the change")
 	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "default", "namespace of servers that name none")
@@ -188,7 +193,7 @@ func openDiffRepository(ctx context.Context, opts diffOptions) (*git.Repository,
 		repo, err := audit.OpenRepository(ctx, repos)
 		return repo, repos, err
 	}
-	repos, err := repositoryOptions(auditOptions{cacheDir: opts.cacheDir})
+	repos, err := repositoryOptions(auditOptions{cacheDir: opts.cacheDir, sshKey: opts.sshKey, knownHosts: opts.knownHosts}, os.Getenv)
 	if err != nil {
 		return nil, repos, err
 	}

@@ -81,14 +81,27 @@ func (c *Cluster) supervised(condition func(context.Context) error) func(context
 		if err == nil {
 			return nil
 		}
-		if stopped := c.StoppedComponents(); len(stopped) > 0 {
-			if startErr := c.startStopped(ctx); startErr != nil {
-				return errors.Join(err, fmt.Errorf("starting %v again: %w", stopped, startErr))
-			}
-			return errors.Join(err, fmt.Errorf("started %v again", stopped))
+		if started, startErr := c.StartExited(ctx); startErr != nil || len(started) > 0 {
+			return errors.Join(err, startErr, fmt.Errorf("started %v again", started))
 		}
 		return err
 	}
+}
+
+// StartExited starts again, with the arguments kwokctl created them with,
+// the components that exited, as a kubelet restarts a control plane's
+// static pods, and names them. kube-controller-manager and kube-scheduler
+// exit when they cannot renew their lease within their renew deadline
+// (10s), which a loaded machine's slow etcd can make them miss.
+func (c *Cluster) StartExited(ctx context.Context) ([]string, error) {
+	stopped := c.StoppedComponents()
+	if len(stopped) == 0 {
+		return nil, nil
+	}
+	if err := c.startStopped(ctx); err != nil {
+		return stopped, fmt.Errorf("starting %v again: %w", stopped, err)
+	}
+	return stopped, nil
 }
 
 // RestartAPIServer stops kube-apiserver with signal and starts it again.

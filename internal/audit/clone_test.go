@@ -18,16 +18,8 @@ import (
 func TestCloneToleratesARemoteHeadWithoutItsBranch(t *testing.T) {
 	requireUploadPack(t)
 	g := NewWithT(t)
-	dir := t.TempDir()
-	remote, err := git.PlainInit(dir, false)
-	g.Expect(err).NotTo(HaveOccurred())
-	tree, err := remote.Worktree()
-	g.Expect(err).NotTo(HaveOccurred())
-	commit, err := tree.Commit("first", &git.CommitOptions{
-		AllowEmptyCommits: true,
-		Author:            &object.Signature{Name: "a", Email: "a@example.com", When: time.Unix(0, 0)},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
+	dir, remote, commits := remoteWithCommits(t, "first")
+	commit := commits[0]
 	g.Expect(remote.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", commit))).To(Succeed())
 	g.Expect(remote.Storer.RemoveReference("refs/heads/master")).To(Succeed())
 
@@ -48,16 +40,8 @@ func TestCloneToleratesARemoteHeadWithoutItsBranch(t *testing.T) {
 func TestResolveRevisionReadsAClonesBranchesAndHead(t *testing.T) {
 	requireUploadPack(t)
 	g := NewWithT(t)
-	dir := t.TempDir()
-	remote, err := git.PlainInit(dir, false)
-	g.Expect(err).NotTo(HaveOccurred())
-	tree, err := remote.Worktree()
-	g.Expect(err).NotTo(HaveOccurred())
-	signature := &object.Signature{Name: "a", Email: "a@example.com", When: time.Unix(0, 0)}
-	first, err := tree.Commit("first", &git.CommitOptions{AllowEmptyCommits: true, Author: signature})
-	g.Expect(err).NotTo(HaveOccurred())
-	second, err := tree.Commit("second", &git.CommitOptions{AllowEmptyCommits: true, Author: signature})
-	g.Expect(err).NotTo(HaveOccurred())
+	dir, remote, commits := remoteWithCommits(t, "first", "second")
+	first, second := commits[0], commits[1]
 	g.Expect(remote.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", second))).To(Succeed())
 	g.Expect(remote.Storer.SetReference(plumbing.NewHashReference("refs/tags/v1", first))).To(Succeed())
 	g.Expect(remote.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, "refs/heads/main"))).To(Succeed())
@@ -73,4 +57,25 @@ func TestResolveRevisionReadsAClonesBranchesAndHead(t *testing.T) {
 	}
 	_, err = ResolveRevision(context.Background(), repo, opts, "v2")
 	g.Expect(err).To(MatchError(plumbing.ErrReferenceNotFound))
+}
+
+// remoteWithCommits makes a repository in a temporary directory with one
+// empty commit per message on its initial branch, and returns its
+// directory, the repository and the commits in order.
+func remoteWithCommits(t *testing.T, messages ...string) (string, *git.Repository, []plumbing.Hash) {
+	t.Helper()
+	g := NewWithT(t)
+	dir := t.TempDir()
+	remote, err := git.PlainInit(dir, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	tree, err := remote.Worktree()
+	g.Expect(err).NotTo(HaveOccurred())
+	signature := &object.Signature{Name: "a", Email: "a@example.com", When: time.Unix(0, 0)}
+	commits := make([]plumbing.Hash, 0, len(messages))
+	for _, message := range messages {
+		commit, err := tree.Commit(message, &git.CommitOptions{AllowEmptyCommits: true, Author: signature})
+		g.Expect(err).NotTo(HaveOccurred())
+		commits = append(commits, commit)
+	}
+	return dir, remote, commits
 }

@@ -73,14 +73,14 @@ func Expand(expr string) string {
 	return variables.Replace(expr)
 }
 
-// promql parses queries as Prometheus does by default.
-var promql = parser.NewParser(parser.Options{})
+// queryParser parses queries as Prometheus does by default.
+var queryParser = parser.NewParser(parser.Options{})
 
 // MetricNames parses expr, with Grafana's variables substituted, and
 // returns the metric name of every series selector in it; a selector
 // without a literal name is an error, since it cannot be checked.
 func MetricNames(expr string) ([]string, error) {
-	parsed, err := promql.ParseExpr(Expand(expr))
+	parsed, err := queryParser.ParseExpr(Expand(expr))
 	if err != nil {
 		return nil, fmt.Errorf("parsing %q: %w", expr, err)
 	}

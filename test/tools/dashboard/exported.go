@@ -128,7 +128,9 @@ func reconcileOnce(ctx context.Context) ([]*dto.MetricFamily, error) {
 		for _, family := range families {
 			if family.GetName() == "controller_runtime_reconcile_time_seconds" {
 				cancel()
-				<-started
+				if err := <-started; err != nil {
+					return nil, fmt.Errorf("stopping the controller: %w", err)
+				}
 				return families, nil
 			}
 		}

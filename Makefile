@@ -75,6 +75,7 @@ ifdef CI
 	@$(MAKE) --no-print-directory verify-tree
 endif
 	go test $(GO_TEST_FLAGS) ./...
+	cd test/tools/dashboard && GOFLAGS=-mod=readonly go test $(GO_TEST_FLAGS) .
 
 .PHONY: test-e2e
 test-e2e: tools manifests ## Run the end-to-end tests: the operator on the local cluster, and GitOps with real Flux controllers.
@@ -86,6 +87,10 @@ test-chaos: tools manifests ## Run the fault tests with CHAOS_CYCLES controller 
 	go test $(GO_TEST_FLAGS) -v -run . ./test/chaos/... -args -chaos.cycles=$(CHAOS_CYCLES)
 
 BENCH_FLAGS ?=
+.PHONY: dashboard-png
+dashboard-png: $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS)) manifests ## Draw docs/grafana-dashboard.png: config/grafana's dashboard over two minutes of the local cluster's metrics.
+	cd test/tools/dashboard && GOFLAGS=-mod=readonly go run . -dashboard $(CURDIR)/config/grafana/embedops.json -o $(CURDIR)/docs/grafana-dashboard.png
+
 .PHONY: bench
 bench: tools manifests ## Measure scale and cost on the local cluster and print a table (BENCH_FLAGS="--servers 50 -o json").
 	go run ./test/bench/cmd/bench $(BENCH_FLAGS)

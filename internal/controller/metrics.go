@@ -32,8 +32,14 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(phaseDuration, reconcileFailures)
-	ctrlmetrics.Registry.MustRegister(readiness.Collectors()...)
+	ctrlmetrics.Registry.MustRegister(Collectors()...)
+}
+
+// Collectors returns every collector this package registers on
+// controller-runtime's registry, so that tools can list the metrics the
+// controller serves from the collectors themselves (test/tools/dashboard).
+func Collectors() []prometheus.Collector {
+	return append([]prometheus.Collector{phaseDuration, reconcileFailures, state}, readiness.Collectors()...)
 }
 
 // observePhase records the duration of a phase that started at start.

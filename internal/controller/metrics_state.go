@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
@@ -24,6 +23,11 @@ var (
 	bindingPhaseDesc = prometheus.NewDesc("embedops_binding_phase",
 		"The lifecycle phase of a ModelCacheBinding: 1 for its current phase.",
 		[]string{"namespace", "name", "phase"}, nil)
+	// bindingBytesDesc is the size of one binding's cached files while its
+	// claims hold them: Active or Retiring, never Released.
+	bindingBytesDesc = prometheus.NewDesc("embedops_binding_cached_bytes",
+		"The bytes of model files a ModelCacheBinding's cache holds (status.realized.bytes), while it is not Released.",
+		[]string{"namespace", "name"}, nil)
 )
 
 // stateCollector reports the servers' conditions and the bindings' phases
@@ -37,19 +41,16 @@ type stateCollector struct {
 // registry like the other collectors; NewManager points it at its cache.
 var state = &stateCollector{}
 
-func init() {
-	ctrlmetrics.Registry.MustRegister(state)
-}
-
 // use makes the collector read from reader.
 func (c *stateCollector) use(reader client.Reader) {
 	c.reader.Store(&reader)
 }
 
-// Describe sends the two descriptors.
+// Describe sends the descriptors.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- serverConditionDesc
 	ch <- bindingPhaseDesc
+	ch <- bindingBytesDesc
 }
 
 // Collect lists servers and bindings from the cache; a failed list leaves
@@ -79,6 +80,20 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(bindingPhaseDesc, prometheus.GaugeValue, 1,
 					binding.Namespace, binding.Name, string(binding.Status.Phase))
 			}
+			if cached := cachedBytes(binding); cached != nil {
+				ch <- prometheus.MustNewConstMetric(bindingBytesDesc, prometheus.GaugeValue, float64(*cached),
+					binding.Namespace, binding.Name)
+			}
 		}
 	}
+}
+
+// cachedBytes is the size of the files a binding's claims hold: its
+// realized bytes, unless it is Released (its claims are gone) or nothing
+// was recorded.
+func cachedBytes(binding *embedopsv1.ModelCacheBinding) *int64 {
+	if binding.Status.Phase == embedopsv1.BindingReleased || binding.Status.Realized == nil {
+		return nil
+	}
+	return binding.Status.Realized.Bytes
 }

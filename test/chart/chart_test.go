@@ -90,6 +90,21 @@ func TestChartInstallsConfigDefault(t *testing.T) {
 	}
 }
 
+// TestChartInstallsConfigGrafana compares the chart's dashboard ConfigMap
+// with config/grafana's, whole: only grafana.dashboard.enabled adds it.
+func TestChartInstallsConfigGrafana(t *testing.T) {
+	g := NewWithT(t)
+	want, err := ConfigGrafana(repoRoot, namespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(want).To(HaveLen(1))
+	configMaps := func(objects []Object) []Object {
+		return slices.DeleteFunc(objects, func(o Object) bool { return o.Kind() != "ConfigMap" })
+	}
+	g.Expect(configMaps(render(t, nil))).To(BeEmpty(), "no dashboard by default")
+	got := configMaps(render(t, map[string]any{"grafana": map[string]any{"dashboard": map[string]any{"enabled": true}}}))
+	expectSameObjects(t, got, want)
+}
+
 // expectSameObjects compares got and want by key, then each object whole
 // as YAML, so that a failure shows where they differ.
 func expectSameObjects(t *testing.T, got, want []Object) {

@@ -72,3 +72,28 @@ func enablePrometheus(mem filesys.FileSystem) error {
 	}
 	return mem.WriteFile(file, []byte(strings.Replace(string(data), prometheusLine, "  - ../prometheus\n", 1)))
 }
+
+// ConfigGrafana renders config/grafana of the repository at root, its
+// objects put in namespace as `kustomize edit set namespace` would.
+func ConfigGrafana(root, namespace string) ([]Object, error) {
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "grafana"))
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build config/grafana: %w", err)
+	}
+	objects := make([]Object, 0, m.Size())
+	for _, r := range m.Resources() {
+		if err := r.SetNamespace(namespace); err != nil {
+			return nil, err
+		}
+		data, err := r.Map()
+		if err != nil {
+			return nil, err
+		}
+		o, err := normalize(data)
+		if err != nil {
+			return nil, err
+		}
+		objects = append(objects, o)
+	}
+	return objects, nil
+}

@@ -2,7 +2,9 @@ package chart
 
 import (
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 
 	"sigs.k8s.io/yaml"
 )
@@ -15,7 +17,8 @@ const generatedHeader = "# Generated from config/ by `make manifests` (go test .
 // crds/ (Helm installs them and never deletes them); the rules of its
 // manager role, which controller-gen writes from the RBAC markers; the
 // spec of config/prometheus's PrometheusRule, whose alert templates Helm
-// would otherwise read as its own.
+// would otherwise read as its own; config/grafana's dashboard, as is (JSON
+// has no comments, so no header).
 func Generated(root string) (map[string][]byte, error) {
 	objects, err := ConfigDefault(root, true)
 	if err != nil {
@@ -31,6 +34,11 @@ func Generated(root string) (map[string][]byte, error) {
 			files[name] = append([]byte(generatedHeader), data...)
 		}
 	}
+	dashboard, err := os.ReadFile(filepath.Join(root, "config", "grafana", "embedops.json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the dashboard: %w", err)
+	}
+	files[GrafanaDashboard] = dashboard
 	for _, name := range []string{ManagerRoleRules, AlertsSpec} {
 		if files[name] == nil {
 			return nil, fmt.Errorf("config/default renders nothing for %s", name)
@@ -45,6 +53,8 @@ const (
 	ManagerRoleRules = "files/manager-role-rules.yaml"
 	// AlertsSpec holds the PrometheusRule's spec.
 	AlertsSpec = "files/alerts-spec.yaml"
+	// GrafanaDashboard is config/grafana's dashboard.
+	GrafanaDashboard = "files/grafana-dashboard.json"
 )
 
 // generatedFile is the chart file o contributes, if any, and its YAML.

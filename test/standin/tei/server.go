@@ -52,12 +52,15 @@ type embedHandler struct {
 
 func (h *embedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	h.metrics.queueSize.Inc()
 	req, status, err := decodeEmbed(r)
 	var texts []string
 	if err == nil {
 		status = http.StatusUnprocessableEntity
 		texts, err = req.texts(h.maxBatch)
 	}
+	// The request leaves the queue: refused, or taken into a batch.
+	h.metrics.queueSize.Dec()
 	method := "single"
 	if len(texts) > 1 {
 		method = "batch"
@@ -69,11 +72,15 @@ func (h *embedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, map[string]string{"error": err.Error(), "error_type": "Validation"})
 		return
 	}
+	h.metrics.batchSize.Observe(float64(len(texts)))
+	inference := time.Now()
+	h.metrics.queueDuration.Observe(inference.Sub(start).Seconds())
 	normalize := req.Normalize == nil || *req.Normalize
 	out := make([][]float32, len(texts))
 	for i, text := range texts {
 		out[i] = embedding(h.modelID, text, h.model.dim, normalize)
 	}
+	h.metrics.inferenceDuration.Observe(time.Since(inference).Seconds())
 	h.metrics.embedSuccess.Add(float64(len(texts)))
 	h.metrics.requestSuccess.WithLabelValues(method).Inc()
 	h.metrics.requestDuration.Observe(time.Since(start).Seconds())

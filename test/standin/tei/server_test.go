@@ -98,6 +98,10 @@ func TestMetricsAreServedOnBothPorts(t *testing.T) {
 		g.Expect(status).To(Equal(http.StatusOK))
 		g.Expect(body).To(ContainSubstring(`te_request_count{method="batch"} 1`))
 		g.Expect(body).To(ContainSubstring(`te_embed_success 2`))
+		g.Expect(body).To(ContainSubstring(`te_batch_next_size_count 1`))
+		g.Expect(body).To(ContainSubstring(`te_request_queue_duration_count 1`))
+		g.Expect(body).To(ContainSubstring(`te_request_inference_duration_count 1`))
+		g.Expect(body).To(ContainSubstring(`te_queue_size 0`))
 	}
 }
 

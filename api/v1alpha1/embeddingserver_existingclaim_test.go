@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -38,4 +39,19 @@ func TestEmbeddingServerExistingClaimKeepsTheDefaults(t *testing.T) {
 	g.Expect(env.Client.Create(t.Context(), obj)).To(Succeed(), "the schema's own defaults (mode, size) do not contradict existingClaim")
 	claim, _, _ := unstructured.NestedString(obj.Object, "spec", "cache", "existingClaim")
 	g.Expect(claim).To(Equal("models"))
+}
+
+func TestExistingClaimExampleIsAccepted(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	root, err := harness.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	files, err := filepath.Glob(filepath.Join(root, "examples", "existing-claim", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(HaveLen(2))
+	for _, path := range files {
+		obj := readExample(t, path)
+		obj.SetNamespace(namespace)
+		g.Expect(env.Client.Create(t.Context(), obj)).To(Succeed(), filepath.Base(path))
+	}
 }

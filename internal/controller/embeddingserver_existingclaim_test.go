@@ -139,6 +139,8 @@ func TestExistingClaimServesAndIsNeverDeleted(t *testing.T) {
 	g.Expect(binding.Spec.Decision.ExistingClaim).To(Equal("models"), "the binding records the claim")
 	g.Expect(binding.Spec.Decision.ReclaimPolicy).To(Equal(embedopsv1.ReclaimPolicyRetain))
 	g.Expect(binding.Spec.Resources.PersistentVolumeClaimNames).To(BeEmpty(), "as a claim it does not own")
+	g.Expect(binding.Spec.Decision.Provisioner).To(BeEmpty(), "no StorageClass was decided")
+	g.Expect(conditions.IsFalse(binding, embedopsv1.ConfigurationDriftCondition)).To(BeTrue())
 	g.Expect(binding.Status.Realized).NotTo(BeNil())
 	g.Expect(binding.Status.Realized.ResolvedCommit).To(Equal(commitA))
 	g.Expect(conditions.GetMessage(binding, embedopsv1.ModelReadyCondition)).To(ContainSubstring("existing claim models"))

@@ -83,3 +83,17 @@ func TestCacheReadinessOfAnExistingClaim(t *testing.T) {
 	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(ready.Message).To(ContainSubstring("existing claim models, which it does not own"))
 }
+
+func TestPlanDownloadsNothingIntoAnExistingClaim(t *testing.T) {
+	g := NewWithT(t)
+	before := fixtures.EmbeddingServer("ns", "a")
+	after := fixtures.EmbeddingServer("ns", "a", fixtures.WithExistingClaim("models"))
+
+	plan, err := decision.NewPlan([]*embedopsv1.EmbeddingServer{before}, []*embedopsv1.EmbeddingServer{after}, nil)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	change := changeOf(g, plan, "ns/a")
+	g.Expect(actions(change)).To(Equal([]decision.Action{decision.ActionCreate, decision.ActionRetire}))
+	g.Expect(change.Rolls).To(BeTrue())
+	g.Expect(change.Caches[0].Download.Copies).To(BeZero(), "the user filled the claim")
+}

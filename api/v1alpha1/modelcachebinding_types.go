@@ -113,6 +113,15 @@ type CacheDecision struct {
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	// +optional
 	StorageClassParametersDigest string `json:"storageClassParametersDigest,omitempty"`
+
+	// ExistingClaim is the user's claim the cache is (spec.cache.existingClaim
+	// of the manifest): recorded, in the digest, but not owned. The binding
+	// never creates, lists in resources or deletes it; mode is then Shared
+	// (every replica mounts it), size 0 (the claim's own) and accessModes
+	// ReadOnlyMany (how the servers mount it).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ExistingClaim string `json:"existingClaim,omitempty"`
 }
 
 // ReclaimPolicy is what happens to a cache when it is no longer used.

@@ -108,6 +108,7 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 		Repository:     source.Repository,
 		Path:           source.Path,
 		RecordedCommit: source.Commit,
+		Artifact:       source.Artifact,
 	}
 	selfChecked := integrity(binding.Spec)
 	if reason := unverifiableSource(source); reason != "" {
@@ -115,7 +116,7 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 	}
 	repo, err := open()
 	if err != nil {
-		return concluded(res, selfChecked, fmt.Sprintf("opening the repository: %v", err))
+		return concluded(res, selfChecked, fromArtifact(source, fmt.Sprintf("opening the repository: %v", err)))
 	}
 	rc, reason := recipeFor(repo, source)
 	if reason != "" {
@@ -124,12 +125,12 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 	w := a.walk(repo, binding, rc)
 	recorded, err := repo.CommitObject(plumbing.NewHash(source.Commit))
 	if err != nil {
-		return concluded(res, selfChecked, fmt.Sprintf("commit %s is not in the repository: %v", source.Commit, err))
+		return concluded(res, selfChecked, fromArtifact(source, fmt.Sprintf("commit %s is not in the repository: %v", source.Commit, err)))
 	}
 	at := w.evaluate(recorded)
 	res.CommitsWalked, res.Renders = 1, w.renders()
 	if at.err != nil {
-		return concluded(res, selfChecked, w.reason(at, recorded))
+		return concluded(res, selfChecked, fromArtifact(source, w.reason(at, recorded)))
 	}
 	res.Server = at.server
 	res.Differences = merged(differences(binding.Spec, at.decision), selfChecked)
@@ -174,6 +175,9 @@ func unverifiableSource(source embedopsv1.DecisionSource) string {
 		return fmt.Sprintf("not a git source: chart %s %s from %s", source.Chart, source.Revision, source.Repository)
 	case source.Method == embedopsv1.SourceUnknown || source.Method == "":
 		return "the binding's source is Unknown: no git revision was recorded"
+	case source.Artifact != "" && source.Commit == "":
+		return fmt.Sprintf("artifact %s (revision %q) cannot be traced to git: it carries no %s and %s annotations naming the commit it was built from",
+			source.Artifact, source.Revision, "org.opencontainers.image.revision", "org.opencontainers.image.source")
 	case source.Commit == "":
 		return fmt.Sprintf("the binding records no commit (revision %q)", source.Revision)
 	case !sha1Commit.MatchString(source.Commit):
@@ -182,6 +186,18 @@ func unverifiableSource(source embedopsv1.DecisionSource) string {
 		return fmt.Sprintf("path %q leaves the repository", source.Path)
 	}
 	return ""
+}
+
+// fromArtifact says that a source applied from an OCI artifact could not
+// be verified from the git commit it was built from, and how that commit
+// is rendered: the Kustomization's path from the origin repository's root,
+// which is where `flux push artifact --path=.` packs from.
+func fromArtifact(source embedopsv1.DecisionSource, reason string) string {
+	if source.Artifact == "" {
+		return reason
+	}
+	return fmt.Sprintf("artifact %s cannot be verified from its origin %s at %s (rendered from the repository's root): %s",
+		source.Artifact, DisplayURL(source.Repository), source.Commit, reason)
 }
 
 // cleanPath reports whether a recorded path stays inside the repository.

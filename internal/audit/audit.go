@@ -36,15 +36,20 @@ func Audit(ctx context.Context, repo *git.Repository, binding *embedopsv1.ModelC
 		}
 		return repo, nil
 	}
-	return newAuditor(opts).audit(ctx, binding, open)
+	included := func(url string) (*git.Repository, error) {
+		return nil, fmt.Errorf("only the binding's own repository was given, not %s", DisplayURL(url))
+	}
+	return newAuditor(opts).audit(ctx, binding, open, included)
 }
 
 // All audits bindings in order, each in repos.Path when set, else in a
 // clone of its own spec.source.repository (repos.URL is ignored),
 // authenticated with repos.Credentials over what repos.Lookup finds for the
-// binding. Builds are shared between bindings of the same repository. A
-// repository that cannot be opened, tried once per set of credentials,
-// makes its bindings Unverifiable.
+// binding. Repositories a GitRepository includes are cloned into
+// repos.CacheDir, authenticated with repos.Credentials alone. Builds are
+// shared between bindings of the same repository. A repository that cannot
+// be opened, tried once per set of credentials, makes its bindings
+// Unverifiable.
 func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.ModelCacheBinding, opts Options) []Result {
 	a := newAuditor(opts)
 	type openedRepository struct {
@@ -74,7 +79,16 @@ func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.Mod
 			}
 			return r.repo, r.err
 		}
-		results = append(results, a.audit(ctx, binding, open))
+		included := func(url string) (*git.Repository, error) {
+			key := url + "\x00" + repos.Credentials.key()
+			r, ok := opened[key]
+			if !ok {
+				r.repo, r.err = OpenRepository(ctx, RepositoryOptions{URL: url, CacheDir: repos.CacheDir, Credentials: repos.Credentials})
+				opened[key] = r
+			}
+			return r.repo, r.err
+		}
+		results = append(results, a.audit(ctx, binding, open, included))
 	}
 	return results
 }
@@ -100,8 +114,11 @@ func newAuditor(opts Options) *auditor {
 }
 
 // audit checks the binding against itself, then against the manifest at the
-// recorded commit, then walks history for the origin.
-func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBinding, open func() (*git.Repository, error)) Result {
+// recorded commit, then walks history for the origin. open opens the
+// binding's repository; included opens a repository its GitRepository
+// includes, by URL.
+func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBinding, open func() (*git.Repository, error),
+	included func(url string) (*git.Repository, error)) Result {
 	source := binding.Spec.Source
 	res := Result{
 		Binding:        binding.Namespace + "/" + binding.Name,
@@ -122,7 +139,11 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 	if reason != "" {
 		return concluded(res, selfChecked, reason)
 	}
-	w := a.walk(repo, binding, rc)
+	lay, reason := layoutFor(repo, source, included)
+	if reason != "" {
+		return concluded(res, selfChecked, reason)
+	}
+	w := a.walk(repo, binding, rc, lay)
 	recorded, err := repo.CommitObject(plumbing.NewHash(source.Commit))
 	if err != nil {
 		return concluded(res, selfChecked, fromArtifact(source, fmt.Sprintf("commit %s is not in the repository: %v", source.Commit, err)))

@@ -41,8 +41,9 @@
 //     included revision, its fromPath placed at toPath, in a tree written
 //     to memory over the repositories' objects (never into a clone). The
 //     origin search lays the same included revisions into every commit it
-//     walks. A GitRepository recursing into submodules is rendered while
-//     the commit has no .gitmodules; with one it is Unverifiable.
+//     walks. With recurseSubmodules, each submodule .gitmodules names is
+//     cloned and its tree at the gitlink's commit placed at its path (and
+//     its own, ten levels down, as go-git clones for source-controller).
 //   - A build is reused, never repeated, for any commit whose tree answers
 //     every read the build made (file contents, directory listings,
 //     existence checks) the same way, so walking a long history builds only

@@ -4,23 +4,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/provenance"
 )
 
-// errSubmodules is why a commit with submodules is not rendered when the
-// GitRepository recurses into them.
-var errSubmodules = errors.New("the GitRepository recurses submodules and the commit has a .gitmodules file: submodules are not rendered")
+// errSubmodules is why a preview does not render a commit with submodules
+// when the GitRepository recurses into them.
+var errSubmodules = errors.New("the GitRepository recurses submodules and the commit has a .gitmodules file: a preview does not render submodules")
+
+// submoduleDepth is how deep source-controller checks submodules out: go-git's
+// DefaultSubmoduleRecursionDepth (fluxcd/pkg/git v0.52.0 gogit/clone.go,
+// recurseSubmodules).
+const submoduleDepth = 10
 
 // layout is what source-controller adds to a GitRepository's artifact
 // beyond the commit's tree: each included GitRepository's artifact, or the
@@ -28,15 +37,21 @@ var errSubmodules = errors.New("the GitRepository recurses submodules and the co
 // internal/controller/gitrepository_controller.go reconcileInclude, and
 // fluxcd/pkg/artifact v0.18.0 storage/filesystem.go CopyToPath: untar,
 // then rename fromPath onto toPath, which must not hold files already).
-// It lays an including commit's tree out as that artifact, as a tree
-// written to memory over the repositories' objects. The included
-// revisions recorded at decision time are laid into every commit the
-// origin search walks: which revision an earlier artifact included is not
-// recorded anywhere.
+// With recurseSubmodules, each submodule is checked out at the commit its
+// gitlink names, as go-git's clone does for source-controller. It lays a
+// commit's tree out as that artifact, as a tree written to memory over the
+// repositories' objects. The included revisions recorded at decision time
+// are laid into every commit the origin search walks: which revision an
+// earlier artifact included is not recorded anywhere.
 type layout struct {
 	storer     *overlay
 	grafts     []graft
 	submodules bool
+	// origin is the repository's URL, which relative submodule URLs are
+	// resolved against.
+	origin string
+	// open opens an included repository or a submodule's.
+	open func(url string) (*git.Repository, error)
 }
 
 // graft is one included tree (or file) and where it goes.
@@ -68,14 +83,14 @@ func layoutFor(repo *git.Repository, source embedopsv1.DecisionSource, open func
 	if len(inputs.Include) == 0 && !inputs.RecurseSubmodules {
 		return nil, ""
 	}
-	l := &layout{storer: newOverlay(repo.Storer), submodules: inputs.RecurseSubmodules}
+	l := &layout{storer: newOverlay(repo.Storer), submodules: inputs.RecurseSubmodules, origin: source.Repository, open: open}
 	for _, include := range inputs.Include {
 		g, reason := includedTree(include, open)
 		if reason != "" {
 			return nil, fmt.Sprintf("GitRepository include %q: %s", include.Name, reason)
 		}
 		l.grafts = append(l.grafts, g.graft)
-		l.storer.bases = append(l.storer.bases, g.repo.Storer)
+		l.storer.add(g.repo.Storer)
 	}
 	return l, ""
 }
@@ -124,14 +139,17 @@ func includedTree(include embedopsv1.GitInclude, open func(string) (*git.Reposit
 	return includedGraft{graft: graft{path: renderDir(include.ToPath), entry: entry}, repo: repo}, ""
 }
 
-// apply lays out the artifact of a commit whose tree is root.
+// apply lays out the artifact of a commit whose tree is root: its
+// submodules checked out, then the includes copied in (source-controller
+// clones, then runs reconcileInclude).
 func (l *layout) apply(root *object.Tree) (*object.Tree, error) {
+	hash := root.Hash
 	if l.submodules {
-		if _, err := root.FindEntry(".gitmodules"); err == nil {
-			return nil, errSubmodules
+		var err error
+		if hash, err = l.withSubmodules(root, l.origin, submoduleDepth); err != nil {
+			return nil, err
 		}
 	}
-	hash := root.Hash
 	for _, g := range l.grafts {
 		if _, err := root.FindEntry(g.path); err == nil {
 			return nil, fmt.Errorf("an include's toPath %s exists in the commit: source-controller cannot copy onto it", g.path)
@@ -144,10 +162,91 @@ func (l *layout) apply(root *object.Tree) (*object.Tree, error) {
 	return object.GetTree(l.storer, hash)
 }
 
+// withSubmodules returns tree with each submodule .gitmodules names at a
+// gitlink replaced by the submodule's tree at the linked commit, theirs in
+// turn, depth levels down. A path .gitmodules names that is no gitlink is
+// left as it is.
+func (l *layout) withSubmodules(tree *object.Tree, url string, depth int) (plumbing.Hash, error) {
+	file, err := tree.File(".gitmodules")
+	switch {
+	case depth == 0 || errors.Is(err, object.ErrFileNotFound):
+		return tree.Hash, nil
+	case err != nil:
+		return plumbing.ZeroHash, fmt.Errorf("%w: reading .gitmodules: %w", errRepository, err)
+	}
+	content, err := file.Contents()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("%w: reading .gitmodules: %w", errRepository, err)
+	}
+	modules := config.NewModules()
+	if err := modules.Unmarshal([]byte(content)); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("parsing .gitmodules: %w", err)
+	}
+	hash := tree.Hash
+	for _, name := range slices.Sorted(maps.Keys(modules.Submodules)) {
+		module := modules.Submodules[name]
+		entry, err := tree.FindEntry(module.Path)
+		if err != nil || entry.Mode != filemode.Submodule || !cleanPath(module.Path) {
+			continue
+		}
+		checkedOut, err := l.submodule(module, entry.Hash, url, depth)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("submodule %s: %w", module.Path, err)
+		}
+		if hash, err = l.storer.graft(hash, strings.Split(renderDir(module.Path), "/"), object.TreeEntry{Mode: filemode.Dir, Hash: checkedOut}); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("%w: placing submodule %s: %w", errRepository, module.Path, err)
+		}
+	}
+	return hash, nil
+}
+
+// submodule is the tree of a submodule at the linked commit, with its own
+// submodules.
+func (l *layout) submodule(module *config.Submodule, commit plumbing.Hash, url string, depth int) (plumbing.Hash, error) {
+	moduleURL := submoduleURL(url, module.URL)
+	repo, err := l.open(moduleURL)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("opening %s: %w", DisplayURL(moduleURL), err)
+	}
+	l.storer.add(repo.Storer)
+	linked, err := repo.CommitObject(commit)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit %s is not in %s: %w", commit, DisplayURL(moduleURL), err)
+	}
+	tree, err := linked.Tree()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("reading the tree of %s: %w", commit, err)
+	}
+	return l.withSubmodules(tree, moduleURL, depth-1)
+}
+
+// submoduleURL resolves a submodule's URL as go-git does for a clone
+// (v5.19.1 submodule.go, Repository): a relative one is joined to the path
+// of the repository's own URL. Only "./" and "../" make a URL relative, as
+// for git.
+func submoduleURL(repository, url string) string {
+	if !strings.HasPrefix(url, "./") && !strings.HasPrefix(url, "../") {
+		return url
+	}
+	endpoint, err := transport.NewEndpoint(repository)
+	if err != nil {
+		return url
+	}
+	endpoint.Path = path.Join(endpoint.Path, url)
+	return endpoint.String()
+}
+
 // overlay reads objects from the trees it wrote, then from each base.
 type overlay struct {
-	written *memory.ObjectStorage
+	written storer.EncodedObjectStorer
 	bases   []storer.EncodedObjectStorer
+}
+
+// add makes a repository's objects readable, once.
+func (o *overlay) add(base storer.EncodedObjectStorer) {
+	if !slices.Contains(o.bases, base) {
+		o.bases = append(o.bases, base)
+	}
 }
 
 var _ storer.EncodedObjectStorer = (*overlay)(nil)

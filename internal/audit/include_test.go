@@ -151,20 +151,63 @@ func TestAuditRefusesIncludesItCannotLayOut(t *testing.T) {
 	}
 }
 
-// TestAuditSubmodules: a GitRepository that recurses submodules renders as
-// usual while the commit has none, and is Unverifiable once it has some.
-func TestAuditSubmodules(t *testing.T) {
-	requireUploadPack(t)
+// withGitlink commits, on top of parent, the gitlink of a submodule at
+// path, linking commit, and returns the new commit's id.
+func withGitlink(t *testing.T, repo *git.Repository, parent, path, commit string) string {
+	t.Helper()
 	g := NewWithT(t)
+	c, err := repo.CommitObject(plumbing.NewHash(parent))
+	g.Expect(err).NotTo(HaveOccurred())
+	into := &overlay{written: repo.Storer}
+	tree, err := into.graft(c.TreeHash, strings.Split(path, "/"), object.TreeEntry{Mode: filemode.Submodule, Hash: plumbing.NewHash(commit)})
+	g.Expect(err).NotTo(HaveOccurred())
+	linked := &object.Commit{Author: c.Author, Committer: c.Committer, Message: "Link the platform submodule",
+		TreeHash: tree, ParentHashes: []plumbing.Hash{c.Hash}}
+	obj := repo.Storer.NewEncodedObject()
+	g.Expect(linked.Encode(obj)).To(Succeed())
+	hash, err := repo.Storer.SetEncodedObject(obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	return hash.String()
+}
+
+// TestAuditChecksOutSubmodules: with recurseSubmodules, a submodule is
+// checked out at its gitlink's commit, a relative URL resolved against the
+// repository's; without, the overlay's base is missing.
+func TestAuditChecksOutSubmodules(t *testing.T) {
+	requireUploadPack(t)
 	in := newIncludes(t)
-	recursing := withGitSource(t, embedopsv1.GitSourceInputs{Include: []embedopsv1.GitInclude{in.include}, RecurseSubmodules: true})
+	cases := []struct {
+		name     string
+		url      string
+		recurse  bool
+		result   Outcome
+		contains string
+	}{
+		{"recursing", "file://" + in.platformDir, true, Verified, ""},
+		{"not recursing", "file://" + in.platformDir, false, Unverifiable, "vendor/platform/deploy/base"},
+		{"a relative URL", "../platform.git", true, Unverifiable, "opening https://git.example.com/platform.git"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newHistory(t)
+			parent := f.commit("Serve search from the platform submodule",
+				write(".gitmodules", "[submodule \"platform\"]\n\tpath = vendor/platform\n\turl = "+tc.url+"\n"),
+				write(overlayPath+"/kustomization.yaml", strings.Replace(includingKustomization, "platform/base", "vendor/platform/deploy/base", 1)),
+				write(overlayPath+"/search-patch.yaml", overlayPatch(2, "10Gi")))
+			dir, repo := f.save()
+			in.fleetDir = dir
+			commit := withGitlink(t, repo, parent, "vendor/platform", in.platformCommit)
 
-	res := in.audit(t, in.fleet[2], recursing)
-	g.Expect(res.Result).To(Equal(Verified), "reason: %s", res.Reason)
+			res := in.audit(t, commit, withGitSource(t, embedopsv1.GitSourceInputs{RecurseSubmodules: tc.recurse}))
 
-	res = in.audit(t, in.submodulesCommit, recursing)
-	g.Expect(res.Result).To(Equal(Unverifiable))
-	g.Expect(res.Reason).To(ContainSubstring("submodules are not rendered"))
+			g.Expect(res.Result).To(Equal(tc.result), "reason: %s, differences: %v", res.Reason, res.Differences)
+			g.Expect(res.Reason).To(ContainSubstring(tc.contains))
+			if tc.result == Verified {
+				g.Expect(res.OriginCommit).To(Equal(commit), "the commit before has no gitlink")
+			}
+		})
+	}
 }
 
 // TestGraftWritesTheTreeGitWould: laying a tree into a commit's gives the

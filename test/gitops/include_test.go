@@ -39,7 +39,7 @@ func TestFluxIncludeIsLaidOutAsSourceControllerDoes(t *testing.T) {
 	g.Expect(cluster.Client.Create(t.Context(), including)).To(Succeed())
 	exprs, err := shippedHealthCheckExprs()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cluster.Client.Create(t.Context(), newKustomization(namespace, kustomizationName, gitRepositoryName, exprs))).To(Succeed())
+	g.Expect(cluster.Client.Create(t.Context(), newKustomization(namespace, gitRepositoryName, exprs))).To(Succeed())
 
 	var bindingName string
 	step(t, "the binding records the include and the revision included", func(t *testing.T) {

@@ -201,7 +201,7 @@ func createOCIFluxObjects(t *testing.T, namespace, url string) {
 	g.Expect(cluster.Client.Create(t.Context(), source)).To(Succeed())
 	exprs, err := shippedHealthCheckExprs()
 	g.Expect(err).NotTo(HaveOccurred())
-	ks := newKustomization(namespace, kustomizationName, ociRepositoryName, exprs)
+	ks := newKustomization(namespace, ociRepositoryName, exprs)
 	g.Expect(unstructured.SetNestedField(ks.Object, "OCIRepository", "spec", "sourceRef", "kind")).To(Succeed())
 	g.Expect(cluster.Client.Create(t.Context(), ks)).To(Succeed())
 }

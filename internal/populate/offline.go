@@ -26,13 +26,7 @@ var ErrNotInCache = errors.New("the model is not in the cache")
 // opts.AllBackends as for Run), links followed to their blobs. It is what
 // `embedops populate --verify-only` runs on a spec.cache.existingClaim.
 func VerifyOffline(ctx context.Context, opts Options) (*Result, error) {
-	if opts.Revision == "" {
-		opts.Revision = DefaultRevision
-	}
-	if err := validModel(opts.Model); err != nil {
-		return nil, err
-	}
-	if err := validRevision(opts.Revision); err != nil {
+	if err := validModelAndRevision(&opts); err != nil {
 		return nil, err
 	}
 	if opts.Dir == "" {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -75,17 +77,20 @@ func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 	binding := &embedopsv1.ModelCacheBinding{}
 	err := l.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: base}, binding)
 	switch {
-	case err == nil && decision.Usable(binding, d, server.UID):
-		return binding, false, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, false, fmt.Errorf("reading binding %s: %w", base, err)
+	case err == nil:
+		usable, err := l.usable(ctx, server, binding, d)
+		if err != nil || usable {
+			return binding, false, err
+		}
 	}
 	var bindings embedopsv1.ModelCacheBindingList
 	if err := l.client.List(ctx, &bindings, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
 		return nil, false, fmt.Errorf("listing the bindings of %s: %w", base, err)
 	}
 	next := 1
-	if err == nil {
+	if binding.Name != "" {
 		next = 2
 	}
 	slices.SortFunc(bindings.Items, func(a, b embedopsv1.ModelCacheBinding) int {
@@ -96,8 +101,9 @@ func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 		if n == 0 {
 			continue
 		}
-		if decision.Usable(&bindings.Items[i], d, server.UID) {
-			return &bindings.Items[i], false, nil
+		usable, err := l.usable(ctx, server, &bindings.Items[i], d)
+		if err != nil || usable {
+			return &bindings.Items[i], false, err
 		}
 		next = max(next, n+1)
 	}
@@ -129,6 +135,8 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	binding := builder.Binding(server, recorded, name, recordedSource)
 	if predecessor != nil {
 		binding = builder.SuccessorBinding(server, recorded, name, recordedSource, predecessor)
+	} else if err := l.placeBesideServing(ctx, server, binding); err != nil {
+		return nil, false, err
 	}
 	err = l.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
 	if err == nil {
@@ -263,4 +271,54 @@ func takeoverNote(binding *embedopsv1.ModelCacheBinding) string {
 		return ""
 	}
 	return fmt.Sprintf("; supersedes %s and keeps its claims (retainFor alone changed)", binding.Spec.Supersedes)
+}
+
+// placeBesideServing gives a new PerReplica binding a StatefulSet of its
+// own (decision.RolloutStatefulSetName) when one under the server's name
+// exists: that one serves another storage, and its claim templates cannot
+// change (k8s pkg/apis/apps/validation, "updates to statefulset spec for
+// fields other than ... are forbidden"), so the new pods start beside its
+// pods instead of replacing them. Read uncached: a binding is created
+// rarely, and a StatefulSet created a moment ago must be seen.
+func (l *Ledger) placeBesideServing(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
+	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || binding.Spec.Decision.ExistingClaim != "" {
+		return nil
+	}
+	serving := &metav1.PartialObjectMetadata{}
+	serving.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	err := l.apiReader.Get(ctx, client.ObjectKeyFromObject(server), serving)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the server's StatefulSet: %w", err)
+	}
+	builder.BesideStatefulSet(binding, server, decision.RolloutStatefulSetName(server.Name, decision.StorageName(binding)))
+	return nil
+}
+
+// usable reports whether the server may use binding for d
+// (decision.Usable), and, for a PerReplica binding it does not reference
+// yet (a reverted decision), whether the StatefulSet that makes its claims
+// is free for it: a StatefulSet of that name serving other storage cannot
+// take its claim templates in place, so reusing the binding would replace
+// the serving pods. Such a binding is passed over and the decision gets new
+// storage, which rolls. Read uncached, as placeBesideServing.
+func (l *Ledger) usable(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, d *decision.Decision) (bool, error) {
+	if !decision.Usable(binding, d, server.UID) {
+		return false, nil
+	}
+	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || decision.HasReference(binding, server.UID) {
+		return true, nil
+	}
+	sts := &appsv1.StatefulSet{}
+	key := types.NamespacedName{Namespace: server.Namespace, Name: decision.StatefulSetNameFor(binding, server.Name)}
+	err := l.apiReader.Get(ctx, key, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading StatefulSet %s: %w", key.Name, err)
+	}
+	return sts.Spec.Template.Labels[embedopsv1.CacheBindingLabel] == decision.StorageName(binding), nil
 }

@@ -67,6 +67,7 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: statefulSet.Name}, live); {
 	case err == nil:
 		keepLiveClaimTemplateLabels(statefulSet, live)
+		keepLiveLifecycle(statefulSet, live)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
 	}
@@ -301,7 +302,8 @@ func (r *EmbeddingServerReconciler) pruneChildren(ctx context.Context, scope *se
 }
 
 // reconcileDelete removes the server's children, never its cache claims,
-// and its references to bindings, then lets the server go. Owner references would let the garbage collector
+// and, once none of its pods mounts a cache any more, its references to
+// bindings, then lets the server go. Owner references would let the garbage collector
 // do the same, but the finalizer makes the removal explicit and ordered.
 func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
@@ -310,6 +312,11 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	}
 	if err := r.deleteEntries(ctx, server, deletableEntries(server)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting children: %w", err)
+	}
+	if inUse, err := r.storagesInUse(ctx, scope); err != nil || len(inUse) > 0 {
+		// The pods' deletions wake the server (it watches its pods).
+		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the pods to go before leaving their bindings", "storage", inUse)
+		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
 	}
 	if err := r.ledger.Leave(ctx, server, ""); err != nil {
 		return ctrl.Result{}, err

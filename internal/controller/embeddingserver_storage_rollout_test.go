@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/internal/decision"
 	"github.com/embedops/embedops/test/fixtures"
 )
@@ -178,4 +179,23 @@ func bindingOtherThan(t *testing.T, g Gomega, namespace, name string) *embedopsv
 	}
 	g.Expect(others).To(HaveLen(1))
 	return &others[0]
+}
+
+func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	sts := waitForStatefulSet(t, g, key)
+	g.Expect(teiContainer(&sts.Spec.Template).Lifecycle).To(Equal(builder.DrainLifecycle()))
+
+	// A StatefulSet made by a release without the drain, as an upgrade
+	// finds it.
+	edited := sts.DeepCopy()
+	teiContainer(&edited.Spec.Template).Lifecycle = nil
+	g.Expect(env.Client.Update(t.Context(), edited)).To(Succeed())
+	requestReconcile(t, g, key)
+	g.Consistently(func(g Gomega) {
+		live := statefulSetOf(t, g, key)
+		g.Expect(live.Generation).To(Equal(edited.Generation), "the pod template is left as it is")
+		g.Expect(teiContainer(&live.Spec.Template).Lifecycle).To(BeNil())
+	}).Should(Succeed())
 }

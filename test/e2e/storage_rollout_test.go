@@ -2,41 +2,24 @@ package e2e
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
+	"github.com/embedops/embedops/test/rollout"
 )
 
-// sampleInterval is how often the ready endpoints of a Service are counted:
-// four times a second, so a dip shorter than the one-second
-// sampling is seen too.
-const sampleInterval = 250 * time.Millisecond
-
-// storageChange is one change of a server's cache decision.
-type storageChange struct {
-	name   string
-	change func(*embedopsv1.EmbeddingServer)
-	// rolls: the change needs new storage, so the pods move to a new
-	// StatefulSet; otherwise the StatefulSet stays as it is.
-	rolls bool
-}
-
+// TestStorageChangesKeepTwoOfThreeReplicasServing runs a 3-replica
+// PerReplica server through every change of its cache decision and counts
+// its Service's ready endpoints four times a second: never fewer than 2.
 func TestStorageChangesKeepTwoOfThreeReplicasServing(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -47,32 +30,22 @@ func TestStorageChangesKeepTwoOfThreeReplicasServing(t *testing.T) {
 	key := client.ObjectKeyFromObject(server)
 	expectReady(t, key, metav1.ConditionTrue, embedopsv1.AvailableReason)
 
-	changes := []storageChange{
-		{"retainFor", func(s *embedopsv1.EmbeddingServer) {
-			s.Spec.Cache.RetainFor = &metav1.Duration{Duration: 2 * time.Hour}
-		}, false},
-		{"revision", func(s *embedopsv1.EmbeddingServer) { s.Spec.Model.Revision = "refs/pr/1" }, true},
-		{"size", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Size = new(resource.MustParse("20Gi")) }, true},
-		{"storage class", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.StorageClassName = other }, true},
-		{"mode", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Mode = embedopsv1.CacheModeShared }, true},
+	results, err := rollout.Run(t.Context(), cluster.Client, cluster.Clientset, key, rollout.Changes(other), settle)
+	for _, r := range results {
+		t.Logf("%-13s fewest ready endpoints %d of %d (%d samples), done in %.1fs, StatefulSet %s -> %s",
+			r.Change, r.FewestReady, r.Replicas, r.Samples, r.Seconds, r.From, r.To)
 	}
-	for _, c := range changes {
-		before := onlyStatefulSet(t, g, key)
-		sampler := sampleReadyEndpoints(t, key)
-		start := time.Now()
-		update(t, key, c.change)
-		expectReady(t, key, metav1.ConditionTrue, embedopsv1.AvailableReason)
-		after := onlyStatefulSet(t, g, key)
-		fewest, samples := sampler.stop()
-		t.Logf("%-13s fewest ready endpoints %d of 3 (%d samples), done in %s, StatefulSet %s -> %s",
-			c.name, fewest, samples, time.Since(start).Round(time.Second), before.Name, after.Name)
-		g.Expect(fewest).To(BeNumerically(">=", 2), "%s: the Service's ready endpoints dropped below 2", c.name)
-		if c.rolls {
-			g.Expect(after.UID).NotTo(Equal(before.UID), "%s needs new storage: the pods move to a new StatefulSet", c.name)
-		} else {
-			g.Expect(after.UID).To(Equal(before.UID), "%s moves no data: the StatefulSet stays", c.name)
-			g.Expect(after.Generation).To(Equal(before.Generation))
+	g.Expect(err).NotTo(HaveOccurred())
+	changes := rollout.Changes(other)
+	g.Expect(results).To(HaveLen(len(changes)))
+	for i, r := range results {
+		g.Expect(r.FewestReady).To(BeNumerically(">=", 2), "%s: the Service's ready endpoints dropped below 2", r.Change)
+		if changes[i].Rolls {
+			g.Expect(r.ToUID).NotTo(Equal(r.FromUID), "%s needs new storage: the pods move to a new StatefulSet", r.Change)
+			continue
 		}
+		g.Expect(r.ToUID).To(Equal(r.FromUID), "%s moves no data: the StatefulSet stays", r.Change)
+		g.Expect(r.ToGeneration).To(Equal(r.FromGeneration))
 	}
 }
 
@@ -89,101 +62,4 @@ func createStorageClass(t *testing.T, g *WithT, name string) string {
 	g.Expect(cluster.Client.Create(t.Context(), class)).To(Succeed())
 	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), class) })
 	return name
-}
-
-// onlyStatefulSet waits until the server has one StatefulSet, and returns it.
-func onlyStatefulSet(t *testing.T, g *WithT, key types.NamespacedName) *appsv1.StatefulSet {
-	t.Helper()
-	var only *appsv1.StatefulSet
-	g.Eventually(func(g Gomega) {
-		var list appsv1.StatefulSetList
-		g.Expect(cluster.Client.List(t.Context(), &list, client.InNamespace(key.Namespace),
-			client.MatchingLabels{embedopsv1.NameLabel: key.Name})).To(Succeed())
-		g.Expect(list.Items).To(HaveLen(1))
-		only = &list.Items[0]
-	}).WithTimeout(settle).Should(Succeed())
-	return only
-}
-
-// endpointSampler counts a Service's ready endpoints every sampleInterval.
-type endpointSampler struct {
-	cancel  context.CancelFunc
-	done    chan struct{}
-	mu      sync.Mutex
-	fewest  int
-	samples int
-	err     error
-}
-
-// sampleReadyEndpoints starts counting the ready endpoints of the server's
-// Service, as kube-proxy reads them: the EndpointSlices labelled with the
-// Service's name, an endpoint serving traffic when its ready condition is
-// not false (k8s.io/api/discovery/v1 EndpointConditions: nil means ready).
-func sampleReadyEndpoints(t *testing.T, service types.NamespacedName) *endpointSampler {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	s := &endpointSampler{cancel: cancel, done: make(chan struct{}), fewest: -1}
-	go func() {
-		defer close(s.done)
-		_ = wait.PollUntilContextCancel(ctx, sampleInterval, true, func(ctx context.Context) (bool, error) {
-			n, err := readyEndpoints(ctx, service)
-			s.record(n, err)
-			return false, nil
-		})
-	}()
-	t.Cleanup(func() { s.stop() })
-	return s
-}
-
-// record keeps the fewest count seen and the first error.
-func (s *endpointSampler) record(n int, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
-		if s.err == nil && !errors.Is(err, context.Canceled) {
-			s.err = err
-		}
-		return
-	}
-	s.samples++
-	if s.fewest < 0 || n < s.fewest {
-		s.fewest = n
-	}
-}
-
-// stop ends the sampling and returns the fewest ready endpoints seen (-1
-// with an error when a sample failed) and how many samples were taken.
-func (s *endpointSampler) stop() (int, int) {
-	s.cancel()
-	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return -1, s.samples
-	}
-	return s.fewest, s.samples
-}
-
-// readyEndpoints counts the pods the Service's EndpointSlices list as ready.
-func readyEndpoints(ctx context.Context, service types.NamespacedName) (int, error) {
-	slices, err := cluster.Clientset.DiscoveryV1().EndpointSlices(service.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: discoveryv1.LabelServiceName + "=" + service.Name,
-	})
-	if err != nil {
-		return 0, err
-	}
-	ready := map[string]bool{}
-	for _, slice := range slices.Items {
-		for _, endpoint := range slice.Endpoints {
-			if endpoint.Conditions.Ready != nil && !*endpoint.Conditions.Ready {
-				continue
-			}
-			name := endpoint.Addresses[0]
-			if endpoint.TargetRef != nil {
-				name = endpoint.TargetRef.Name
-			}
-			ready[name] = true
-		}
-	}
-	return len(ready), nil
 }

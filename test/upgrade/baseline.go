@@ -75,8 +75,8 @@ func OpenBaseline(root, commit string) (*Baseline, error) {
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		shallow, shallowErr := repo.Storer.Shallow()
 		if shallowErr == nil && len(shallow) > 0 {
-			return nil, fmt.Errorf("the upgrade baseline %s is not in this shallow clone (its history is cut at %d commits): "+
-				"run `git fetch --unshallow` (CI: clone with full history, e.g. fetch-depth: 0)", commit, len(shallow))
+			return nil, fmt.Errorf("the upgrade baseline %s (%s) is not in this shallow clone: "+
+				"run `git fetch --unshallow` (CI: clone with full history, e.g. fetch-depth: 0)", commit, BaselineFile)
 		}
 		return nil, fmt.Errorf("the upgrade baseline %s (%s) is not in the repository's history: fetch main, or fix %s",
 			commit, BaselineFile, BaselineFile)

@@ -267,7 +267,7 @@ func conditionOf(obj *unstructured.Unstructured, kind string) map[string]any {
 }
 
 // logsOnFailure logs the tail of a controller's output when the test fails.
-func logsOnFailure(t *testing.T, name string, logs func() string) {
+func logsOnFailure(t *testing.T, what string, logs func() string) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -276,6 +276,6 @@ func logsOnFailure(t *testing.T, name string, logs func() string) {
 		if len(lines) > 200 {
 			lines = lines[len(lines)-200:]
 		}
-		t.Logf("%s controller's log (last %d lines):\n%s", name, len(lines), strings.Join(lines, "\n"))
+		t.Logf("the log of %s (last %d lines):\n%s", what, len(lines), strings.Join(lines, "\n"))
 	})
 }

@@ -65,7 +65,7 @@ func TestUpgradeInPlace(t *testing.T) {
 	}
 	names := servers(objects)
 	g.Expect(names).NotTo(BeEmpty(), "the baseline's examples hold no EmbeddingServer")
-	old := startController(t, "previous", previous, kubeconfig)
+	old := startController(t, "the previous release's controller", previous, kubeconfig)
 	g.Eventually(func(g Gomega) {
 		playCluster(ctx, g, namespace)
 		g.Expect(readyServers(ctx, g, namespace)).To(HaveLen(len(names)))
@@ -81,20 +81,15 @@ func TestUpgradeInPlace(t *testing.T) {
 	}
 
 	// The upgrade: the working tree's CRDs over the previous ones, then its
-	// controller.
+	// controller. Until the Deployment has rolled, the previous controller
+	// runs on the current CRDs: it reconciles every server once there.
 	g.Expect(operator.InstallCRDs(env.Config)).To(Succeed())
 	expectStorageVersionPlan(ctx, g)
-	proc := startController(t, "current", current, kubeconfig)
-	token := requestReconcile(ctx, g, namespace, names)
-	g.Eventually(func(g Gomega) {
-		playCluster(ctx, g, namespace)
-		ready := readyServers(ctx, g, namespace)
-		g.Expect(ready).To(HaveLen(len(names)))
-		for name, server := range ready {
-			handled, _, _ := unstructured.NestedString(server.Object, "status", "lastHandledReconcileAt")
-			g.Expect(handled).To(Equal(token), "server %s has not handled the reconcile request", name)
-		}
-	}).Should(Succeed(), "the current release reconciles every server to Ready")
+	old = startController(t, "the previous release's controller on the current CRDs", previous, kubeconfig)
+	reconcileAll(ctx, g, namespace, names)
+	g.Expect(old.Stop()).To(Succeed())
+	proc := startController(t, "the current release's controller", current, kubeconfig)
+	reconcileAll(ctx, g, namespace, names)
 	g.Eventually(func(g Gomega) {
 		g.Expect(reconciles(ctx, g, proc, bindingController)).To(BeNumerically(">=", len(before.bindings)))
 	}).Should(Succeed(), "the current release reconciles every binding")
@@ -105,21 +100,36 @@ func TestUpgradeInPlace(t *testing.T) {
 	expectStorageVersionPlan(ctx, g)
 }
 
-// startController starts a release's controller and stops it when the test
-// ends, logging its output if the test failed.
-func startController(t *testing.T, name, binary, kubeconfig string) *harness.ControllerProcess {
+// startController starts a release's controller, described by what, and
+// stops it when the test ends, logging its output if the test failed.
+func startController(t *testing.T, what, binary, kubeconfig string) *harness.ControllerProcess {
 	t.Helper()
 	proc, err := harness.StartController(t.Context(), binary, kubeconfig, controllerArgs...)
 	if err != nil {
-		t.Fatalf("starting the %s release's controller: %v", name, err)
+		t.Fatalf("starting %s: %v", what, err)
 	}
 	t.Cleanup(func() {
 		if err := proc.Stop(); err != nil {
-			t.Errorf("stopping the %s release's controller: %v", name, err)
+			t.Errorf("stopping %s: %v", what, err)
 		}
 	})
-	logsOnFailure(t, name, proc.Logs)
+	logsOnFailure(t, what, proc.Logs)
 	return proc
+}
+
+// reconcileAll has the running controller reconcile every server and waits
+// until each is Ready for its generation, playing the cluster meanwhile.
+func reconcileAll(ctx context.Context, g *WithT, namespace string, names []string) {
+	token := requestReconcile(ctx, g, namespace, names)
+	g.Eventually(func(g Gomega) {
+		playCluster(ctx, g, namespace)
+		ready := readyServers(ctx, g, namespace)
+		g.Expect(ready).To(HaveLen(len(names)))
+		for name, server := range ready {
+			handled, _, _ := unstructured.NestedString(server.Object, "status", "lastHandledReconcileAt")
+			g.Expect(handled).To(Equal(token), "server %s has not handled the reconcile request", name)
+		}
+	}).Should(Succeed(), "every server reconciled after the request %s and Ready", token)
 }
 
 // requestReconcile sets reconcile.fluxcd.io/requestedAt on the servers to a

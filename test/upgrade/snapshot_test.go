@@ -135,7 +135,7 @@ func compareSnapshots(t *testing.T, before, after *snapshot) {
 		if a.Status.UpdateRevision != b.Status.UpdateRevision {
 			t.Errorf("StatefulSet %s: revision %s became %s", name, b.Status.UpdateRevision, a.Status.UpdateRevision)
 		}
-		if a.Generation == b.Generation && a.ResourceVersion != b.ResourceVersion {
+		if a.UID == b.UID && a.Generation == b.Generation && a.ResourceVersion != b.ResourceVersion {
 			t.Logf("StatefulSet %s was written (resourceVersion %s -> %s) without a change of spec", name, b.ResourceVersion, a.ResourceVersion)
 		}
 	}

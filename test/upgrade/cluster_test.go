@@ -64,11 +64,11 @@ func baselineExamples(t *testing.T, namespace string) []*unstructured.Unstructur
 	return objects
 }
 
-// servers are the EmbeddingServers among objects.
+// servers returns the names of the EmbeddingServers among objects.
 func servers(objects []*unstructured.Unstructured) []string {
 	var names []string
 	for _, obj := range objects {
-		if obj.GetKind() == "EmbeddingServer" {
+		if obj.GroupVersionKind() == serverGVK {
 			names = append(names, obj.GetName())
 		}
 	}

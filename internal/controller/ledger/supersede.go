@@ -48,7 +48,17 @@ func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSe
 		}
 		// A binding of d itself is the server's to use, not to supersede: the
 		// cache did not show it yet.
-		if decision.Supersedable(binding, server.UID) && decision.SameStorage(binding, d) && !decision.MatchesDecision(binding, d) {
+		if !decision.Supersedable(binding, server.UID) || decision.MatchesDecision(binding, d) {
+			return nil, nil
+		}
+		if decision.SameStorage(binding, d) {
+			return binding, nil
+		}
+		if decision.GrowsInPlace(binding, d) {
+			expands, err := l.classExpands(ctx, d.Decision.StorageClassName)
+			if err != nil || !expands {
+				return nil, err
+			}
 			return binding, nil
 		}
 		return nil, nil

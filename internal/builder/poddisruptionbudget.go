@@ -42,3 +42,29 @@ func PodDisruptionBudget(server *embedopsv1.EmbeddingServer) *policyv1.PodDisrup
 		Spec:       spec,
 	}
 }
+
+// AllowedUnavailable is how many of the server's replicas its disruption
+// budget lets be unavailable at once, scaled against spec.replicas and
+// rounded as the disruption controller rounds (k8s
+// pkg/controller/disruption/disruption.go, getExpectedScale and
+// GetScaledValueFromIntOrPercent rounding up); 0 without a budget or with
+// a value that does not parse.
+func AllowedUnavailable(server *embedopsv1.EmbeddingServer) int32 {
+	budget := PodDisruptionBudget(server)
+	if budget == nil {
+		return 0
+	}
+	replicas := int(server.GetReplicas())
+	if budget.Spec.MaxUnavailable != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(budget.Spec.MaxUnavailable, replicas, true)
+		if err != nil {
+			return 0
+		}
+		return int32(max(n, 0))
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(budget.Spec.MinAvailable, replicas, true)
+	if err != nil {
+		return 0
+	}
+	return int32(max(replicas-n, 0))
+}

@@ -81,3 +81,24 @@ func TestPodDisruptionBudgetDoesNotAliasTheSpec(t *testing.T) {
 	*pdb.Spec.MaxUnavailable = intstr.FromInt32(7)
 	g.Expect(s.Spec.DisruptionBudget.MaxUnavailable.IntValue()).To(Equal(2))
 }
+
+func TestAllowedUnavailableScalesTheBudgetAsTheDisruptionControllerDoes(t *testing.T) {
+	g := NewWithT(t)
+	budget := func(b *embedopsv1.DisruptionBudgetSpec) fixtures.Option {
+		return func(s *embedopsv1.EmbeddingServer) { s.Spec.DisruptionBudget = b }
+	}
+	cases := []struct {
+		name    string
+		options []fixtures.Option
+		want    int32
+	}{
+		{"one replica has no budget", []fixtures.Option{fixtures.WithReplicas(1)}, 0},
+		{"the default budget", []fixtures.Option{fixtures.WithReplicas(3)}, 1},
+		{"maxUnavailable 50% of 3 rounds up", []fixtures.Option{fixtures.WithReplicas(3), budget(&embedopsv1.DisruptionBudgetSpec{MaxUnavailable: new(intstr.FromString("50%"))})}, 2},
+		{"minAvailable 2 of 3", []fixtures.Option{fixtures.WithReplicas(3), budget(&embedopsv1.DisruptionBudgetSpec{MinAvailable: new(intstr.FromInt32(2))})}, 1},
+		{"minAvailable 100%", []fixtures.Option{fixtures.WithReplicas(3), budget(&embedopsv1.DisruptionBudgetSpec{MinAvailable: new(intstr.FromString("100%"))})}, 0},
+	}
+	for _, tc := range cases {
+		g.Expect(builder.AllowedUnavailable(fixtures.EmbeddingServer("ns", "s", tc.options...))).To(Equal(tc.want), tc.name)
+	}
+}

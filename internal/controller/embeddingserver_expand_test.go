@@ -86,3 +86,37 @@ func createBoundTemplateClaims(t *testing.T, g *WithT, sts *appsv1.StatefulSet) 
 	}
 	return names
 }
+
+func TestRevisionChangeRollsThePodsOnTheirOwnClaims(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	playStatefulSetController(t, namespace)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(3),
+		fixtures.WithModel(fixtures.Model, "v1"), fixtures.WithRetainFor(time.Hour)))
+	first := waitForBinding(t, g, key, "")
+	sts := waitForStatefulSet(t, g, key)
+
+	updateServer(t, g, key, fixtures.WithModel(fixtures.Model, "v2"))
+	second := waitForBinding(t, g, key, first.Name)
+	g.Expect(second.Spec.Supersedes).To(Equal(first.Name), "the new revision takes over the claims: only changed files are fetched")
+	g.Expect(second.Spec.Identity.Revision).To(Equal("v2"))
+	g.Expect(second.Spec.Resources.PersistentVolumeClaimNames).To(Equal(first.Spec.Resources.PersistentVolumeClaimNames))
+	g.Eventually(func(g Gomega) {
+		sets := statefulSetsOf(t, g, namespace)
+		g.Expect(sets).To(HaveLen(1), "no new StatefulSet, no new volume")
+		g.Expect(sets[0].UID).To(Equal(sts.UID))
+		g.Expect(sets[0].Spec.VolumeClaimTemplates).To(Equal(sts.Spec.VolumeClaimTemplates))
+		g.Expect(teiContainer(&sets[0].Spec.Template).Args).To(ContainElement("--revision=v2"), "the pods roll in place, one at a time")
+		g.Expect(getBinding(t, g, namespace, first.Name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
+	}).Should(Succeed())
+}
+
+func TestRevisionChangeOfASingleReplicaSurgesOntoNewClaims(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	playStatefulSetController(t, namespace)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithModel(fixtures.Model, "v1"), fixtures.WithRetainFor(time.Hour)))
+	first := waitForBinding(t, g, key, "")
+	updateServer(t, g, key, fixtures.WithModel(fixtures.Model, "v2"))
+	second := waitForBinding(t, g, key, first.Name)
+	g.Expect(second.Spec.Supersedes).To(BeEmpty(), "one replica cannot go down: it gets new storage beside the old")
+	g.Expect(second.Spec.Resources.StatefulSetName).To(Equal(decision.RolloutStatefulSetName("tei", second.Name)))
+}

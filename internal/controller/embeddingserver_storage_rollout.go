@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,24 +115,7 @@ func replicasOf(sts *appsv1.StatefulSet) int32 {
 // surgeOf is how many new pods a storage change starts at a time: as many
 // as the server's disruption budget lets be unavailable, at least one.
 func surgeOf(server *embedopsv1.EmbeddingServer) int32 {
-	budget := builder.PodDisruptionBudget(server)
-	replicas := int(server.GetReplicas())
-	switch {
-	case budget == nil:
-		return 1
-	case budget.Spec.MaxUnavailable != nil:
-		n, err := intstr.GetScaledValueFromIntOrPercent(budget.Spec.MaxUnavailable, replicas, true)
-		if err != nil {
-			return 1
-		}
-		return int32(max(n, 1))
-	default:
-		n, err := intstr.GetScaledValueFromIntOrPercent(budget.Spec.MinAvailable, replicas, true)
-		if err != nil {
-			return 1
-		}
-		return int32(max(replicas-n, 1))
-	}
+	return max(builder.AllowedUnavailable(server), 1)
 }
 
 // drainOldStatefulSets scales each old StatefulSet down to what the step

@@ -111,3 +111,24 @@ func TestGrowsInPlaceOnlyForALargerSizeOfTheSameStorage(t *testing.T) {
 	g.Expect(decision.GrowsInPlace(recorded, decide(fixtures.WithCacheSize("20Gi"), fixtures.WithStorageClass("fast")))).To(BeFalse())
 	g.Expect(decision.GrowsInPlace(recorded, decide(fixtures.WithCacheSize("20Gi"), fixtures.WithModel("other/model", "")))).To(BeFalse())
 }
+
+func TestRevisesInPlaceOnlyAPerReplicaRevisionOfTheSameStorage(t *testing.T) {
+	g := NewWithT(t)
+	decide := func(options ...fixtures.Option) *decision.Decision {
+		d, err := decision.For(fixtures.EmbeddingServer("ns", "tei", options...))
+		g.Expect(err).NotTo(HaveOccurred())
+		return d
+	}
+	recorded := recordingOf(decide(fixtures.WithModel(fixtures.Model, "v1")), "b")
+	g.Expect(decision.RevisesInPlace(recorded, decide(fixtures.WithModel(fixtures.Model, "v2")))).To(BeTrue())
+	g.Expect(decision.RevisesInPlace(recorded, decide(fixtures.WithModel(fixtures.Model, "v2"), fixtures.WithRetainFor(time.Minute)))).To(BeTrue())
+	g.Expect(decision.RevisesInPlace(recorded, decide(fixtures.WithModel(fixtures.Model, "v1")))).To(BeFalse(), "the same revision is not a revision change")
+	g.Expect(decision.RevisesInPlace(recorded, decide(fixtures.WithModel("other/model", "v2")))).To(BeFalse(), "another model needs other storage")
+	g.Expect(decision.RevisesInPlace(recorded, decide(fixtures.WithModel(fixtures.Model, "v2"), fixtures.WithStorageClass("fast")))).To(BeFalse())
+	shared := recordingOf(decide(fixtures.WithModel(fixtures.Model, "v1"), fixtures.WithCacheMode(embedopsv1.CacheModeShared)), "s")
+	g.Expect(decision.RevisesInPlace(shared, decide(fixtures.WithModel(fixtures.Model, "v2"), fixtures.WithCacheMode(embedopsv1.CacheModeShared)))).To(BeFalse(),
+		"a Shared claim other servers may read is not rewritten for one")
+	g.Expect(decision.InPlaceRollAllowed(1, 1)).To(BeFalse(), "a single replica surges")
+	g.Expect(decision.InPlaceRollAllowed(3, 0)).To(BeFalse(), "a budget of none surges")
+	g.Expect(decision.InPlaceRollAllowed(3, 1)).To(BeTrue())
+}

@@ -83,6 +83,35 @@ func GrowsInPlace(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 	return SameStoragePart(recorded, &grown)
 }
 
+// RevisesInPlace reports whether d differs from a PerReplica binding's
+// decision in the model's revision (and at most retainFor and a larger
+// size besides), so the binding's claims can serve it: the hub cache is
+// content addressed, so the populator fetches only the files of the new
+// revision that no claim holds yet (blobs/<blob> are shared between
+// revisions, populate ensureBlob). The pods then roll in place, one at a
+// time (InPlaceRollAllowed); a larger size also needs expansion.
+func RevisesInPlace(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
+	recorded := Recorded(binding)
+	if recorded.Decision.Mode != embedopsv1.CacheModePerReplica || d.Decision.ExistingClaim != "" ||
+		recorded.Identity.Model != d.Identity.Model || recorded.Identity.SharingDomain != d.Identity.SharingDomain ||
+		recorded.Identity.Revision == d.Identity.Revision {
+		return false
+	}
+	revised := *d
+	revised.Identity = recorded.Identity
+	return SameStoragePart(recorded, &revised) || GrowsInPlace(binding, &revised)
+}
+
+// InPlaceRollAllowed reports whether the server's pods may be replaced one
+// at a time on their own claims: the StatefulSet's rolling update takes one
+// pod down before its successor starts (k8s pkg/controller/statefulset,
+// RollingUpdate with maxUnavailable 1), so the server needs two replicas
+// or more and a disruption budget that lets one be unavailable. A single
+// replica, or a budget of none, moves to new storage surge first instead.
+func InPlaceRollAllowed(replicas int32, maxUnavailable int32) bool {
+	return replicas >= 2 && maxUnavailable >= 1
+}
+
 // Supersedable reports whether the server with uid may hand the binding's
 // storage to a successor: Active, not being deleted and referenced by that
 // server alone.

@@ -91,8 +91,11 @@ func (r *RolloutReport) Rows() []Row {
 	rows := make([]Row, 0, len(r.Changes))
 	for _, c := range r.Changes {
 		how := "StatefulSet kept"
-		if c.FromUID != c.ToUID {
+		switch {
+		case c.FromUID != c.ToUID:
 			how = fmt.Sprintf("StatefulSet %s -> %s", c.From, c.To)
+		case c.FromGeneration != c.ToGeneration:
+			how = "StatefulSet kept, pods replaced in place"
 		}
 		rows = append(rows, Row{
 			Metric: "change " + c.Change,

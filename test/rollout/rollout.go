@@ -37,24 +37,28 @@ type Change struct {
 	Name  string
 	Apply func(*embedopsv1.EmbeddingServer)
 	// Rolls: the change needs new storage, so the pods move to a new
-	// StatefulSet; otherwise the StatefulSet stays as it is.
+	// StatefulSet; otherwise the StatefulSet stays.
 	Rolls bool
+	// Restarts: the StatefulSet stays but its pods are replaced in place,
+	// one at a time, on their own claims.
+	Restarts bool
 }
 
-// Changes are the changes, in order: retainFor (to retainFor),
-// revision, size (onto new volumes: the cluster's default class does not
-// expand), StorageClass (to expandable, which must allow volume
-// expansion), size again (grown in place) and mode.
+// Changes are the changes to a server of two replicas or more, in
+// order: retainFor (to retainFor), revision (in place, on the same claims),
+// size (onto new volumes: the cluster's default class does not expand),
+// StorageClass (to expandable, which must allow volume expansion), size
+// again (grown in place) and mode.
 func Changes(retainFor time.Duration, expandable string) []Change {
 	return []Change{
 		{"retainFor", func(s *embedopsv1.EmbeddingServer) {
 			s.Spec.Cache.RetainFor = &metav1.Duration{Duration: retainFor}
-		}, false},
-		{"revision", func(s *embedopsv1.EmbeddingServer) { s.Spec.Model.Revision = "refs/pr/1" }, true},
-		{"size", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Size = new(resource.MustParse("20Gi")) }, true},
-		{"storage class", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.StorageClassName = expandable }, true},
-		{"size in place", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Size = new(resource.MustParse("30Gi")) }, false},
-		{"mode", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Mode = embedopsv1.CacheModeShared }, true},
+		}, false, false},
+		{"revision", func(s *embedopsv1.EmbeddingServer) { s.Spec.Model.Revision = "refs/pr/1" }, false, true},
+		{"size", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Size = new(resource.MustParse("20Gi")) }, true, false},
+		{"storage class", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.StorageClassName = expandable }, true, false},
+		{"size in place", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Size = new(resource.MustParse("30Gi")) }, false, false},
+		{"mode", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Mode = embedopsv1.CacheModeShared }, true, false},
 	}
 }
 

@@ -93,6 +93,18 @@
 // makes later from that template is expanded the same way. A smaller size,
 // or a class that does not expand, rolls onto new volumes as below.
 //
+// # A new revision on the same claims
+//
+// A PerReplica decision that differs in the model's revision (and perhaps
+// retainFor and a larger size; decision.RevisesInPlace) supersedes the
+// binding the same way when the server's pods may be replaced one at a
+// time (decision.InPlaceRollAllowed: two replicas or more, a budget that
+// lets one be unavailable). Its own resolve Job records its commit (it
+// inherits no realized commit of another revision), and the StatefulSet's
+// rolling update replaces each pod on its own claim, where the populator
+// fetches only the blobs the claim lacks. Otherwise a revision rolls onto
+// new storage as below.
+//
 // # Storage changes roll
 //
 // New storage means new pods: claim templates cannot change in place, and a

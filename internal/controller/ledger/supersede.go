@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/internal/decision"
 )
 
@@ -54,14 +55,18 @@ func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSe
 		if decision.SameStorage(binding, d) {
 			return binding, nil
 		}
-		if decision.GrowsInPlace(binding, d) {
+		inPlace := decision.GrowsInPlace(binding, d) ||
+			decision.RevisesInPlace(binding, d) && decision.InPlaceRollAllowed(server.GetReplicas(), builder.AllowedUnavailable(server))
+		if !inPlace {
+			return nil, nil
+		}
+		if d.Decision.Size.Cmp(binding.Spec.Decision.Size) > 0 {
 			expands, err := l.classExpands(ctx, d.Decision.StorageClassName)
 			if err != nil || !expands {
 				return nil, err
 			}
-			return binding, nil
 		}
-		return nil, nil
+		return binding, nil
 	}
 	return nil, nil
 }
@@ -186,7 +191,9 @@ func (l *Ledger) inheritRealized(ctx context.Context, binding *embedopsv1.ModelC
 	if err := l.client.Get(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: binding.Spec.Supersedes}, predecessor); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if predecessor.Status.Realized == nil {
+	// A successor of another revision records its own commit (from its
+	// resolve Job); the predecessor's is of the old one.
+	if predecessor.Status.Realized == nil || predecessor.Spec.Identity.Revision != binding.Spec.Identity.Revision {
 		return nil
 	}
 	_, err := l.RecordRealized(ctx, binding, predecessor.Status.Realized)

@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -284,14 +283,9 @@ func (l *Ledger) placeBesideServing(ctx context.Context, server *embedopsv1.Embe
 	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || binding.Spec.Decision.ExistingClaim != "" {
 		return nil
 	}
-	serving := &metav1.PartialObjectMetadata{}
-	serving.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
-	err := l.apiReader.Get(ctx, client.ObjectKeyFromObject(server), serving)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the server's StatefulSet: %w", err)
+	serving, err := l.statefulSet(ctx, client.ObjectKeyFromObject(server))
+	if err != nil || serving == nil {
+		return err
 	}
 	builder.BesideStatefulSet(binding, server, decision.RolloutStatefulSetName(server.Name, decision.StorageName(binding)))
 	return nil
@@ -311,14 +305,23 @@ func (l *Ledger) usable(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || decision.HasReference(binding, server.UID) {
 		return true, nil
 	}
+	sts, err := l.statefulSet(ctx, types.NamespacedName{Namespace: server.Namespace, Name: decision.StatefulSetNameFor(binding, server.Name)})
+	if err != nil || sts == nil {
+		return err == nil, err
+	}
+	return sts.Spec.Template.Labels[embedopsv1.CacheBindingLabel] == decision.StorageName(binding), nil
+}
+
+// statefulSet reads a StatefulSet from the API server; nil when there is
+// none.
+func (l *Ledger) statefulSet(ctx context.Context, key types.NamespacedName) (*appsv1.StatefulSet, error) {
 	sts := &appsv1.StatefulSet{}
-	key := types.NamespacedName{Namespace: server.Namespace, Name: decision.StatefulSetNameFor(binding, server.Name)}
 	err := l.apiReader.Get(ctx, key, sts)
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, nil
+		return nil, nil
 	case err != nil:
-		return false, fmt.Errorf("reading StatefulSet %s: %w", key.Name, err)
+		return nil, fmt.Errorf("reading StatefulSet %s: %w", key.Name, err)
 	}
-	return sts.Spec.Template.Labels[embedopsv1.CacheBindingLabel] == decision.StorageName(binding), nil
+	return sts, nil
 }

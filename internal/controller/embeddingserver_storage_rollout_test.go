@@ -16,6 +16,7 @@ import (
 	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/internal/decision"
 	"github.com/embedops/embedops/test/fixtures"
+	"github.com/embedops/embedops/test/harness"
 )
 
 // These tests play the StatefulSet controller, which envtest does not run:
@@ -185,16 +186,27 @@ func bindingOtherThan(t *testing.T, g Gomega, namespace, name string) *embedopsv
 }
 
 func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
-	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	sts := waitForStatefulSet(t, g, key)
-	g.Expect(teiContainer(&sts.Spec.Template).Lifecycle).To(Equal(builder.DrainLifecycle()))
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	key := types.NamespacedName{Namespace: namespace, Name: "tei"}
+	// A release before the drain made the StatefulSet: this one's
+	// controller makes it, stops, and the test takes the drain out, so
+	// no reconcile of this release can race the edit.
+	t.Run("an earlier release", func(t *testing.T) {
+		startManager(t, namespace)
+		createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+		sts := waitForStatefulSet(t, g, key)
+		g.Expect(teiContainer(&sts.Spec.Template).Lifecycle).To(Equal(builder.DrainLifecycle()), "a new StatefulSet drains")
+	})
+	var edited *appsv1.StatefulSet
+	g.Eventually(func(g Gomega) {
+		edited = statefulSetOf(t, g, key)
+		teiContainer(&edited.Spec.Template).Lifecycle = nil
+		g.Expect(env.Client.Update(t.Context(), edited)).To(Succeed())
+	}).Should(Succeed())
 
-	// A StatefulSet made by a release without the drain, as an upgrade
-	// finds it.
-	edited := sts.DeepCopy()
-	teiContainer(&edited.Spec.Template).Lifecycle = nil
-	g.Expect(env.Client.Update(t.Context(), edited)).To(Succeed())
+	startManager(t, namespace)
 	requestReconcile(t, g, key)
 	g.Consistently(func(g Gomega) {
 		live := statefulSetOf(t, g, key)

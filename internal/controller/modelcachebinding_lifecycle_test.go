@@ -9,8 +9,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -106,13 +108,27 @@ func TestBindingHistoryLimitKeepsTheNewestReleased(t *testing.T) {
 	startManager(t, namespace, func(opts *ManagerOptions) { opts.ModelCacheBinding.HistoryLimit = 2 })
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithRetainFor(0), fixtures.WithCacheSize("1Gi")))
 	var used []string
-	previous := ""
+	previous := waitForBinding(t, g, key, "").Name
 	for _, size := range []string{"2Gi", "3Gi", "4Gi", "5Gi"} {
-		previous = waitForBinding(t, g, key, previous).Name
-		used = append(used, previous)
 		updateServer(t, g, key, fixtures.WithCacheSize(size))
+		next := waitForBinding(t, g, key, previous).Name
+		// Each change rolls out before the next, so the bindings are
+		// Released in the order they were used: a change made during a
+		// rollout drains the older StatefulSets together, in an order of
+		// their own.
+		g.Eventually(func(g Gomega) {
+			b := &embedopsv1.ModelCacheBinding{}
+			err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: previous}, b)
+			if apierrors.IsNotFound(err) {
+				return // Released and already pruned
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b.Status.Phase).To(Equal(embedopsv1.BindingReleased))
+		}).Should(Succeed())
+		used = append(used, previous)
+		previous = next
 	}
-	current := waitForBinding(t, g, key, previous)
+	current := getBinding(t, g, namespace, previous)
 	g.Eventually(func(g Gomega) {
 		var released, described []string
 		for _, b := range listBindings(t, g, namespace) {

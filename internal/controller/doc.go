@@ -17,6 +17,14 @@
 //     are the stalls that poll (Stalled=True, RequeueAfter): neither is
 //     watched, so the server looks again every progress interval to
 //     recover once it is fixed. Requeues carry jitter.
+//   - At rest nothing runs on a timer: a server that is Ready asks for no
+//     requeue, except the endpoint check's (EndpointInterval, when it is
+//     on), whose reconcile reads only the cache and asks /info. Every
+//     other RequeueAfter is a server or binding waiting on something (pods,
+//     a populate Job, a stall that polls, retainFor), so idle servers cost
+//     no CPU however many there are. Only a metrics scrape walks them, to
+//     send their series (Flux's gotk_* gauges, and stateCollector's, which
+//     it reads from the cache at scrape time without copying it).
 //   - Children are applied with fluxcd/pkg/ssa under embedopsv1.FieldManager;
 //     ssa's dry-run drift detection writes nothing when nothing changed.
 //     While the spec builds the children the last unchanged apply applied

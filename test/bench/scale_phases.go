@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/embedops/embedops/test/fixtures"
@@ -136,7 +138,7 @@ func (s *scaleRun) watchResync(ctx context.Context) error {
 
 // rest measures the controller at rest with the servers only.
 func (s *scaleRun) rest(ctx context.Context) error {
-	rest, err := s.measureRest(ctx)
+	rest, err := s.measureRest(ctx, "rest.pprof")
 	if err != nil {
 		return err
 	}
@@ -145,14 +147,21 @@ func (s *scaleRun) rest(ctx context.Context) error {
 }
 
 // measureRest measures a rest window and adds the controller's writes
-// about the servers' namespace in it to the rest writes.
-func (s *scaleRun) measureRest(ctx context.Context) (Rest, error) {
+// about the servers' namespace in it to the rest writes. With a profile
+// directory, a CPU profile of the window is written there as profile.
+func (s *scaleRun) measureRest(ctx context.Context, profile string) (Rest, error) {
 	before, err := s.env.Count(s.namespace)
 	if err != nil {
 		return Rest{}, err
 	}
+	profiled := make(chan error, 1)
+	if s.opts.ProfileDir != "" {
+		go func() { profiled <- s.env.Profile(ctx, s.opts.Rest, filepath.Join(s.opts.ProfileDir, profile)) }()
+	} else {
+		profiled <- nil
+	}
 	rest, err := s.env.MeasureRest(ctx, s.opts.Rest)
-	if err != nil {
+	if err = errors.Join(err, <-profiled); err != nil {
 		return Rest{}, err
 	}
 	after, err := s.env.Count(s.namespace)
@@ -176,7 +185,7 @@ func (s *scaleRun) unrelated(ctx context.Context) error {
 	if err := s.env.CreateUnrelated(ctx, namespace, s.opts.UnrelatedPods, s.opts.Timeout); err != nil {
 		return err
 	}
-	rest, err := s.measureRest(ctx)
+	rest, err := s.measureRest(ctx, "rest-unrelated.pprof")
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,10 @@ type ScaleReport struct {
 	RestSeconds                                 float64 `json:"restSeconds"`
 	ControllerCPUSecondsAtRest                  float64 `json:"controllerCPUSecondsAtRest"`
 	ControllerCPUSecondsAtRestWithUnrelatedPods float64 `json:"controllerCPUSecondsAtRestWithUnrelatedPods"`
+	// ControllerCPUSecondsPerScrape is the CPU time of one full scrape of
+	// the controller's metrics after the rest window: a Prometheus that
+	// scrapes every 30 s adds twice this per minute.
+	ControllerCPUSecondsPerScrape float64 `json:"controllerCPUSecondsPerScrape"`
 	// Rest writes add up the controller's writes in both rest windows,
 	// each from its start until its heap sampling ended.
 	RestWritesPerServer  float64        `json:"restWritesPerServer"`
@@ -172,6 +176,7 @@ func (r *ScaleReport) setRestWrites(writes map[string]int) {
 
 func (r *ScaleReport) setRest(rest Rest) {
 	r.ControllerCPUSecondsAtRest = perMinute(rest)
+	r.ControllerCPUSecondsPerScrape = round(rest.ScrapeCPUSeconds)
 	r.ControllerHeapBytes, r.ControllerLiveHeapBytes = int64(rest.HeapBytes), int64(rest.LiveHeapBytes)
 	r.ControllerRSSBytes = rest.RSSBytes
 }

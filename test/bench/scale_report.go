@@ -35,6 +35,9 @@ type ScaleReport struct {
 	RequestsPerServerCreate float64        `json:"requestsPerServerCreate"`
 	WritesPerServerCreate   float64        `json:"writesPerServerCreate"`
 	CreateWritesByResource  map[string]int `json:"createWritesByResource"`
+	// CreateByCause breaks the creation requests and writes down by what
+	// each was for (Counts.Causes), totals over all servers.
+	CreateByCause map[string]CauseCount `json:"createByCause"`
 
 	// Resyncs is how many rounds of each forced resync every server got;
 	// the figures of a resync add up all of its rounds. Steady-state
@@ -135,6 +138,7 @@ func (r *ScaleReport) setCreation(counts Counts) {
 	r.RequestsPerServerCreate = r.perServer(Total(counts.Requests))
 	r.WritesPerServerCreate = r.perServer(Total(counts.Writes))
 	r.CreateWritesByResource = counts.Writes
+	r.CreateByCause = counts.Causes
 }
 
 func (r *ScaleReport) setSteadyState(counts Counts) {

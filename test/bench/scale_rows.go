@@ -1,10 +1,17 @@
 package bench
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // Rows lays the report out as a table.
 func (r *ScaleReport) Rows() []Row {
 	rows := r.measurements()
+	rows = append(rows, r.causeRows()...)
 	rows = append(rows, Row{"controllerArgs", fmt.Sprint(r.ControllerArgs), "beyond the harness' (kubeconfig, metrics, health)"})
 	for _, phase := range r.Phases {
 		rows = append(rows, Row{"phase " + phase.Phase, seconds(phase.Seconds), "wall time"})
@@ -43,6 +50,20 @@ func (r *ScaleReport) measurements() []Row {
 		{"controllerCPUSecondsAtRestWithUnrelatedPods", fmt.Sprint(r.ControllerCPUSecondsAtRestWithUnrelatedPods), "CPU s per minute"},
 		{"restWritesPerServer", fmt.Sprint(r.RestWritesPerServer), fmt.Sprintf("both rest windows, target 0: %v", r.RestWritesByResource)},
 	}
+}
+
+// causeRows break the creation requests per server down by cause, the
+// most frequent first.
+func (r *ScaleReport) causeRows() []Row {
+	causes := slices.SortedFunc(maps.Keys(r.CreateByCause), func(a, b string) int {
+		return cmp.Or(cmp.Compare(r.CreateByCause[b].Requests, r.CreateByCause[a].Requests), strings.Compare(a, b))
+	})
+	rows := make([]Row, 0, len(causes))
+	for _, cause := range causes {
+		count := r.CreateByCause[cause]
+		rows = append(rows, Row{"create: " + cause, fmt.Sprint(r.perServer(count.Requests)), fmt.Sprintf("requests per server; stored writes %v", r.perServer(count.Writes))})
+	}
+	return rows
 }
 
 func seconds(s float64) string { return fmt.Sprintf("%.3fs", s) }

@@ -2,9 +2,13 @@
 // writes to the API server.
 //
 // Invariants of the EmbeddingServer reconciler:
-//   - Status is written once per reconcile, in a deferred patch.SerialPatcher
-//     patch (conditions, then the rest of the status), by the field manager
-//     embedopsv1.StatusFieldManager. observedGeneration is set when the
+//   - Status is written once per reconcile, in one deferred merge patch
+//     (serverPatcher: conditions and the rest of the status together, with
+//     the read copy's resourceVersion as precondition; after a Conflict,
+//     patch.SerialPatcher's conditions-then-status patches, which merge the
+//     owned conditions into the latest copy), by the field manager
+//     embedopsv1.StatusFieldManager; a new finalizer follows in a metadata
+//     patch. observedGeneration is set when the
 //     generation was fully handled: on success and on a terminal error.
 //     The patch is a diff from the copy the reconcile started from, so that
 //     copy is never older than this process's last write of the server: a

@@ -8,7 +8,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
-	"github.com/fluxcd/pkg/runtime/patch"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	"github.com/fluxcd/pkg/ssa"
 	appsv1 "k8s.io/api/apps/v1"
@@ -234,7 +233,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	scope := newServerScope(server)
-	patcher := patch.NewSerialPatcher(server, r.servers)
+	patcher := newServerPatcher(server, r.servers)
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
 	}()

@@ -31,9 +31,12 @@
 //     it reads from the cache at scrape time without copying it).
 //   - Children are applied with fluxcd/pkg/ssa under embedopsv1.FieldManager;
 //     ssa's dry-run drift detection writes nothing when nothing changed.
-//     While the spec builds the children the last unchanged apply applied
-//     and the cache shows each child as that apply found it (status aside),
-//     neither the drift check nor the ownership check is made
+//     A child the uncached ownership check found free is created by one
+//     server-side apply of its own, without ssa's GET and dry run
+//     (createChildren). While the spec builds the children the last apply
+//     applied, that apply changed nothing but create children, and the
+//     cache shows each child as that apply found or created it (status
+//     aside), neither the drift check nor the ownership check is made
 //     (verifiedChildren): every other change of a child is an event that
 //     changes its cached copy and brings both back. An
 //     object is recreated only for a change the API server refuses in place,
@@ -86,11 +89,14 @@
 // uncached reads, each where a race or a missing watch needs it:
 //   - the server, when the cache is behind this process's last write of it
 //     (writes.Versions), for the status patch;
-//   - each child's metadata (checkOwnershipUncached) and ssa's GET and
-//     dry-run PATCH, unless verifiedChildren shows nothing changed: a foreign
-//     object is not cached;
+//   - each child's metadata (checkOwnershipUncached), unless
+//     verifiedChildren shows nothing changed: a foreign object is not
+//     cached, and a cached child of ours may have been deleted and its name
+//     taken since the cache saw it; then, for a child that exists, ssa's GET
+//     and dry-run PATCH (a child found free is created without them);
 //   - the StatefulSet's metadata after an apply changed or replaced it, so
-//     readiness waits for the cache to catch up (rollouts);
+//     readiness waits for the cache to catch up (rollouts); a created one
+//     is known from the apply's answer;
 //   - the token Secret and the API key Secret, by name: Secrets are not
 //     cached;
 //   - in the ledger: the server before a reference is added (confirmLive),

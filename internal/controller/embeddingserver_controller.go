@@ -157,6 +157,12 @@ type serverScope struct {
 	// liveVersions are the children's resourceVersions by inventory ID as
 	// the uncached ownership check read them; nil when it was skipped.
 	liveVersions map[string]string
+	// absent are the inventory IDs of the children the uncached ownership
+	// check found free: they are created by a direct apply (createChildren).
+	absent map[string]bool
+	// created are the children createChildren applied, as the API server
+	// answered, by inventory ID.
+	created map[string]*unstructured.Unstructured
 	// stalled: a phase is waiting for a human (Stalled is set) and polls,
 	// since what it waits on is not watched.
 	stalled bool

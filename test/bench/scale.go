@@ -65,6 +65,8 @@ type scaleRun struct {
 	created Counts
 	// restWrites adds up the controller's writes in the rest windows.
 	restWrites map[string]int
+	// clientTimes are the controller's client times when creation began.
+	clientTimes clientTimes
 }
 
 // RunScale starts an environment and runs the scale phases in order:

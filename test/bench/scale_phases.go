@@ -24,6 +24,9 @@ func (s *scaleRun) converge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.clientTimes, err = s.env.clientTimes(ctx); err != nil {
+		return err
+	}
 	started := time.Now()
 	if err := s.env.CreateServers(ctx, s.namespace, s.opts.Servers); err != nil {
 		return err
@@ -40,10 +43,39 @@ func (s *scaleRun) converge(ctx context.Context) error {
 	if err := s.reconcileTimes(ctx); err != nil {
 		return err
 	}
+	if err := s.limiterShare(ctx); err != nil {
+		return err
+	}
 	if s.created, err = s.env.settledCount(ctx, s.namespace, s.opts.Timeout); err != nil {
 		return err
 	}
 	s.report.setCreation(Since(before, s.created))
+	return nil
+}
+
+// clientTimes are the seconds the controller's requests so far waited for
+// its client's rate limiter, and took once sent.
+type clientTimes struct {
+	waited, sent float64
+}
+
+// clientTimes reads the controller's clientTimes.
+func (e *Env) clientTimes(ctx context.Context) (clientTimes, error) {
+	families, err := e.Controller.Metrics(ctx, limiterWaitMetric, requestTimeMetric)
+	if err != nil {
+		return clientTimes{}, err
+	}
+	return clientTimes{waited: histogramSum(families, limiterWaitMetric), sent: histogramSum(families, requestTimeMetric)}, nil
+}
+
+// limiterShare reports the share of the controller's request time during
+// convergence spent waiting for its client's rate limiter.
+func (s *scaleRun) limiterShare(ctx context.Context) error {
+	end, err := s.env.clientTimes(ctx)
+	if err != nil {
+		return err
+	}
+	s.report.setLimiter(end.waited-s.clientTimes.waited, end.sent-s.clientTimes.sent)
 	return nil
 }
 

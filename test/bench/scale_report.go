@@ -31,6 +31,13 @@ type ScaleReport struct {
 	// ControllerCPUShareOfConvergence is controller CPU seconds per wall
 	// second during convergence (1 = one core).
 	ControllerCPUShareOfConvergence float64 `json:"controllerCPUShareOfConvergence"`
+	// LimiterWaitSeconds is how long client-go's rate limiter held the
+	// controller's requests back during convergence, added up over the
+	// requests (rest_client_rate_limiter_duration_seconds);
+	// LimiterShareOfRequestTime divides it by that plus the time the
+	// requests took once sent (rest_client_request_duration_seconds).
+	LimiterWaitSeconds        float64 `json:"limiterWaitSeconds"`
+	LimiterShareOfRequestTime float64 `json:"limiterShareOfRequestTime"`
 	// Create counts run until the requests settled after convergence.
 	RequestsPerServerCreate float64        `json:"requestsPerServerCreate"`
 	WritesPerServerCreate   float64        `json:"writesPerServerCreate"`
@@ -132,6 +139,13 @@ func (r *ScaleReport) setConvergence(wallSeconds, cpuSeconds float64) {
 	r.ConvergeSeconds = round(wallSeconds)
 	r.ServersPerSecond = round(float64(r.Servers) / wallSeconds)
 	r.ControllerCPUShareOfConvergence = round(cpuSeconds / wallSeconds)
+}
+
+func (r *ScaleReport) setLimiter(waited, sent float64) {
+	r.LimiterWaitSeconds = round(waited)
+	if waited+sent > 0 {
+		r.LimiterShareOfRequestTime = round(waited / (waited + sent))
+	}
 }
 
 func (r *ScaleReport) setCreation(counts Counts) {

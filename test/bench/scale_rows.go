@@ -26,6 +26,7 @@ func (r *ScaleReport) measurements() []Row {
 		{"convergeSeconds", seconds(r.ConvergeSeconds), "first create to all Ready and bound (binding Active)"},
 		{"serversPerSecond", fmt.Sprint(r.ServersPerSecond), ""},
 		{"controllerCPUShareOfConvergence", fmt.Sprint(r.ControllerCPUShareOfConvergence), "controller CPU s / wall s (1 = one core)"},
+		{"limiterShareOfRequestTime", fmt.Sprint(r.LimiterShareOfRequestTime), fmt.Sprintf("client rate limiter wait / (wait + request time) in convergence; %s waited in all", seconds(r.LimiterWaitSeconds))},
 		{"requestsPerServerCreate", fmt.Sprint(r.RequestsPerServerCreate), "audit log, controller's user agent; dry runs are requests, goal 15"},
 		{"writesPerServerCreate", fmt.Sprint(r.WritesPerServerCreate), fmt.Sprintf("successful, not dry runs, goal 8: %v", r.CreateWritesByResource)},
 		{"steadyStateRequestsPerServer", fmt.Sprint(r.SteadyStateRequestsPerServer), fmt.Sprintf("across %d reconcile requests (reconcile.fluxcd.io/requestedAt)", r.Resyncs)},

@@ -103,7 +103,8 @@ type ScaleReport struct {
 	ControllerHeapBytesWithUnrelatedPods     int64 `json:"controllerHeapBytesWithUnrelatedPods"`
 	ControllerLiveHeapBytesWithUnrelatedPods int64 `json:"controllerLiveHeapBytesWithUnrelatedPods"`
 	ControllerRSSBytesWithUnrelatedPods      int64 `json:"controllerRSSBytesWithUnrelatedPods"`
-	// Relative differences are (with - without) / without.
+	// Relative differences are (with - without) / without; the heap's is
+	// the live heap's, which does not depend on when it is sampled.
 	HeapRelativeDifference float64 `json:"heapRelativeDifference"`
 	HeapWithin10Percent    bool    `json:"heapWithin10Percent"`
 	RSSRelativeDifference  float64 `json:"rssRelativeDifference"`
@@ -203,7 +204,7 @@ func (r *ScaleReport) setRestWithUnrelated(rest Rest) {
 	r.ControllerCPUSecondsAtRestWithUnrelatedPods = perMinute(rest)
 	r.ControllerHeapBytesWithUnrelatedPods, r.ControllerLiveHeapBytesWithUnrelatedPods = int64(rest.HeapBytes), int64(rest.LiveHeapBytes)
 	r.ControllerRSSBytesWithUnrelatedPods = rest.RSSBytes
-	r.HeapRelativeDifference, r.HeapWithin10Percent = compare(r.ControllerHeapBytes, r.ControllerHeapBytesWithUnrelatedPods)
+	r.HeapRelativeDifference, r.HeapWithin10Percent = compare(r.ControllerLiveHeapBytes, r.ControllerLiveHeapBytesWithUnrelatedPods)
 	r.RSSRelativeDifference, r.RSSWithin10Percent = compare(r.ControllerRSSBytes, r.ControllerRSSBytesWithUnrelatedPods)
 }
 

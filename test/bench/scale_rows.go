@@ -46,7 +46,7 @@ func (r *ScaleReport) measurements() []Row {
 		{"controllerRSSBytes", byteSize(r.ControllerRSSBytes), "VmRSS after the rest"},
 		{"controllerHeapBytesWithUnrelatedPods", byteSize(r.ControllerHeapBytesWithUnrelatedPods), fmt.Sprintf("%d pods + %d ConfigMaps + %d Secrets; live %s", r.UnrelatedPods, r.UnrelatedConfigMaps, r.UnrelatedSecrets, byteSize(r.ControllerLiveHeapBytesWithUnrelatedPods))},
 		{"controllerRSSBytesWithUnrelatedPods", byteSize(r.ControllerRSSBytesWithUnrelatedPods), ""},
-		{"heapRelativeDifference", percent(r.HeapRelativeDifference), within(r.HeapWithin10Percent)},
+		{"heapRelativeDifference", percent(r.HeapRelativeDifference), within(r.HeapWithin10Percent) + ", live heap"},
 		{"rssRelativeDifference", percent(r.RSSRelativeDifference), within(r.RSSWithin10Percent)},
 		{"controllerCPUSecondsAtRestWithUnrelatedPods", fmt.Sprint(r.ControllerCPUSecondsAtRestWithUnrelatedPods), "CPU s per minute"},
 		{"restWritesPerServer", fmt.Sprint(r.RestWritesPerServer), fmt.Sprintf("both rest windows, target 0: %v", r.RestWritesByResource)},

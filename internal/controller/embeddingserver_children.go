@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/object"
@@ -259,6 +260,8 @@ func (r *EmbeddingServerReconciler) apply(ctx context.Context, scope *serverScop
 	if err != nil || replaced != nil {
 		return changes, replaced, err
 	}
+	// In ssa's order (Services before the StatefulSet whose pods they name).
+	sort.Sort(ssa.SortableUnstructureds(absent))
 	created, err := r.createChildren(ctx, scope, absent)
 	if err != nil {
 		return nil, nil, err

@@ -29,6 +29,7 @@ func main() {
 	flag.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "",
 		"The directory holding tls.crt and tls.key for the metrics endpoint; empty means a self-signed certificate.")
 	flag.StringVar(&opts.HealthAddr, "health-addr", ":9440", "The address the health endpoint binds to.")
+	flag.StringVar(&opts.PprofAddr, "pprof-addr", "", "The address net/http/pprof's /debug/pprof/ endpoints bind to; empty or 0 disables them.")
 	flag.IntVar(&opts.EmbeddingServer.MaxConcurrentReconciles, "concurrent", 4, "The number of EmbeddingServers reconciled at once.")
 	flag.DurationVar(&opts.EmbeddingServer.ProgressInterval, "progress-interval", controller.DefaultProgressInterval,
 		"How often a server whose pods are not ready is checked again when no event arrives.")

@@ -2,9 +2,13 @@
 // writes to the API server.
 //
 // Invariants of the EmbeddingServer reconciler:
-//   - Status is written once per reconcile, in a deferred patch.SerialPatcher
-//     patch (conditions, then the rest of the status), by the field manager
-//     embedopsv1.StatusFieldManager. observedGeneration is set when the
+//   - Status is written once per reconcile, in one deferred merge patch
+//     (serverPatcher: conditions and the rest of the status together, with
+//     the read copy's resourceVersion as precondition; after a Conflict,
+//     patch.SerialPatcher's conditions-then-status patches, which merge the
+//     owned conditions into the latest copy), by the field manager
+//     embedopsv1.StatusFieldManager; a new finalizer follows in a metadata
+//     patch. observedGeneration is set when the
 //     generation was fully handled: on success and on a terminal error.
 //     The patch is a diff from the copy the reconcile started from, so that
 //     copy is never older than this process's last write of the server: a
@@ -17,11 +21,22 @@
 //     are the stalls that poll (Stalled=True, RequeueAfter): neither is
 //     watched, so the server looks again every progress interval to
 //     recover once it is fixed. Requeues carry jitter.
+//   - At rest nothing runs on a timer: a server that is Ready asks for no
+//     requeue, except the endpoint check's (EndpointInterval, when it is
+//     on), whose reconcile reads only the cache and asks /info. Every
+//     other RequeueAfter is a server or binding waiting on something (pods,
+//     a populate Job, a stall that polls, retainFor), so idle servers cost
+//     no CPU however many there are. Only a metrics scrape walks them, to
+//     send their series (Flux's gotk_* gauges, and stateCollector's, which
+//     it reads from the cache at scrape time without copying it).
 //   - Children are applied with fluxcd/pkg/ssa under embedopsv1.FieldManager;
 //     ssa's dry-run drift detection writes nothing when nothing changed.
-//     While the spec builds the children the last unchanged apply applied
-//     and the cache shows each child as that apply found it (status aside),
-//     neither the drift check nor the ownership check is made
+//     A child the uncached ownership check found free is created by one
+//     server-side apply of its own, without ssa's GET and dry run
+//     (createChildren). While the spec builds the children the last apply
+//     applied, that apply changed nothing but create children, and the
+//     cache shows each child as that apply found or created it (status
+//     aside), neither the drift check nor the ownership check is made
 //     (verifiedChildren): every other change of a child is an event that
 //     changes its cached copy and brings both back. An
 //     object is recreated only for a change the API server refuses in place,
@@ -74,11 +89,14 @@
 // uncached reads, each where a race or a missing watch needs it:
 //   - the server, when the cache is behind this process's last write of it
 //     (writes.Versions), for the status patch;
-//   - each child's metadata (checkOwnershipUncached) and ssa's GET and
-//     dry-run PATCH, unless verifiedChildren shows nothing changed: a foreign
-//     object is not cached;
+//   - each child's metadata (checkOwnershipUncached), unless
+//     verifiedChildren shows nothing changed: a foreign object is not
+//     cached, and a cached child of ours may have been deleted and its name
+//     taken since the cache saw it; then, for a child that exists, ssa's GET
+//     and dry-run PATCH (a child found free is created without them);
 //   - the StatefulSet's metadata after an apply changed or replaced it, so
-//     readiness waits for the cache to catch up (rollouts);
+//     readiness waits for the cache to catch up (rollouts); a created one
+//     is known from the apply's answer;
 //   - in the ledger, when a PerReplica binding is created or a server comes
 //     back to one it does not reference (a reverted decision): the
 //     StatefulSet under the name its claims carry, so new storage never

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/object"
@@ -155,7 +156,7 @@ func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *s
 // object is gone.
 // It keeps the resourceVersions it read for rememberApply.
 func (r *EmbeddingServerReconciler) checkOwnershipUncached(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	scope.liveVersions = map[string]string{}
+	scope.liveVersions, scope.absent = map[string]string{}, map[string]bool{}
 	for _, entry := range namedChildren(scope.server) {
 		id, err := object.ParseObjMetadata(entry.ID)
 		if err != nil {
@@ -165,6 +166,7 @@ func (r *EmbeddingServerReconciler) checkOwnershipUncached(ctx context.Context, 
 		existing.SetGroupVersionKind(id.GroupKind.WithVersion(entry.Version))
 		err = r.apiReader.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, existing)
 		if apierrors.IsNotFound(err) {
+			scope.absent[entry.ID] = true
 			continue
 		}
 		if err != nil {
@@ -221,7 +223,7 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 		}
 		ctrl.LoggerFrom(ctx).Info("applied child", "child", entry.Subject, "action", entry.Action.String())
 		if entry.ObjMetadata.GroupKind == statefulSetKind {
-			if err := r.recordRollout(ctx, scope.server, entry.ObjMetadata.Name); err != nil {
+			if err := r.recordRollout(ctx, scope, entry.ObjMetadata.Name); err != nil {
 				return ctrl.Result{}, err
 			}
 			if entry.Action == ssa.CreatedAction && scope.rollout != nil {
@@ -232,9 +234,15 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 	return ctrl.Result{}, nil
 }
 
-// recordRollout remembers the StatefulSet just changed, read uncached (only
-// when it changed), so readiness waits until the cache has caught up with it.
-func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, server *embedopsv1.EmbeddingServer, name string) error {
+// recordRollout remembers the StatefulSet name just changed, so readiness
+// waits until the cache has caught up with it: as the API server answered
+// its creation (createChildren), else read uncached (only when it changed).
+func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, scope *serverScope, name string) error {
+	server := scope.server
+	if created, ok := scope.created[inventoryRef(server.Namespace, name, appsv1.SchemeGroupVersion.WithKind("StatefulSet")).ID]; ok {
+		r.rollouts.record(server.UID, appliedStatefulSet{uid: created.GetUID(), generation: created.GetGeneration()})
+		return nil
+	}
 	applied := &metav1.PartialObjectMetadata{}
 	applied.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name}, applied); err != nil {
@@ -251,9 +259,69 @@ func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, server *e
 // applied again with force, which deletes and recreates it. An object that
 // is not valid even as a new one stalls the server, so a bad spec never
 // deletes a running StatefulSet.
+// Children the uncached ownership check found free are created apart
+// (createChildren); the others go through ssa.
 func (r *EmbeddingServerReconciler) apply(ctx context.Context, scope *serverScope) (*ssa.ChangeSet, *unstructured.Unstructured, error) {
+	var existing, absent []*unstructured.Unstructured
+	for _, child := range scope.children {
+		if scope.absent[inventoryRef(child.GetNamespace(), child.GetName(), child.GroupVersionKind()).ID] {
+			absent = append(absent, child)
+		} else {
+			existing = append(existing, child)
+		}
+	}
+	changes, replaced, err := r.applyExisting(ctx, scope, existing)
+	if err != nil || replaced != nil {
+		return changes, replaced, err
+	}
+	// In ssa's order (Services before the StatefulSet whose pods they name).
+	sort.Sort(ssa.SortableUnstructureds(absent))
+	created, err := r.createChildren(ctx, scope, absent)
+	if err != nil {
+		return nil, nil, err
+	}
+	changes.Append(created)
+	return changes, nil, nil
+}
+
+// createChildren server-side applies children that the uncached ownership
+// check of this reconcile found free, each in one request. ssa's
+// ResourceManager would first GET each one and dry-run its apply to detect
+// drift; for an object that does not exist both are wasted: its apply
+// creates it, and it refuses an invalid object as the dry run would. The
+// name was free when read live a moment before, as it is for ssa, whose
+// own GET does not look at ownership either: a foreign object's owner
+// labels are what keeps it from the cache, not from this read. The API
+// server's answers are kept in scope.created.
+func (r *EmbeddingServerReconciler) createChildren(ctx context.Context, scope *serverScope, children []*unstructured.Unstructured) ([]ssa.ChangeSetEntry, error) {
+	entries := make([]ssa.ChangeSetEntry, 0, len(children))
+	for _, child := range children {
+		applied := child.DeepCopy()
+		if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.ForceOwnership, client.FieldOwner(embedopsv1.FieldManager)); err != nil {
+			return nil, fmt.Errorf("creating %s %s: %w", child.GetKind(), child.GetName(), err)
+		}
+		applied.SetGroupVersionKind(child.GroupVersionKind())
+		if scope.created == nil {
+			scope.created = map[string]*unstructured.Unstructured{}
+		}
+		scope.created[inventoryRef(child.GetNamespace(), child.GetName(), child.GroupVersionKind()).ID] = applied
+		entries = append(entries, ssa.ChangeSetEntry{
+			ObjMetadata:  object.UnstructuredToObjMetadata(child),
+			GroupVersion: child.GroupVersionKind().Version,
+			Subject:      fmt.Sprintf("%s/%s/%s", child.GetKind(), child.GetNamespace(), child.GetName()),
+			Action:       ssa.CreatedAction,
+		})
+	}
+	return entries, nil
+}
+
+// applyExisting applies children with ssa's drift detection.
+func (r *EmbeddingServerReconciler) applyExisting(ctx context.Context, scope *serverScope, children []*unstructured.Unstructured) (*ssa.ChangeSet, *unstructured.Unstructured, error) {
+	if len(children) == 0 {
+		return ssa.NewChangeSet(), nil, nil
+	}
 	opts := ssa.DefaultApplyOptions()
-	changes, err := r.resources.ApplyAllStaged(ctx, scope.children, opts)
+	changes, err := r.resources.ApplyAllStaged(ctx, children, opts)
 	var dryRun *ssaerrors.DryRunErr
 	if err == nil || !errors.As(err, &dryRun) || !ssaerrors.IsImmutableError(dryRun.Unwrap()) || dryRun.InvolvedObject() == nil {
 		if err != nil {
@@ -273,7 +341,7 @@ func (r *EmbeddingServerReconciler) apply(ctx context.Context, scope *serverScop
 	}
 	ctrl.LoggerFrom(ctx).Info("recreating child to change immutable fields", "kind", refused.GetKind(), "name", refused.GetName())
 	opts.Force = true
-	changes, err = r.resources.ApplyAllStaged(ctx, scope.children, opts)
+	changes, err = r.resources.ApplyAllStaged(ctx, children, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("applying children with recreation: %w", err)
 	}

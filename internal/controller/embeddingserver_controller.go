@@ -8,7 +8,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
-	"github.com/fluxcd/pkg/runtime/patch"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	"github.com/fluxcd/pkg/ssa"
 	appsv1 "k8s.io/api/apps/v1"
@@ -167,6 +166,12 @@ type serverScope struct {
 	// liveVersions are the children's resourceVersions by inventory ID as
 	// the uncached ownership check read them; nil when it was skipped.
 	liveVersions map[string]string
+	// absent are the inventory IDs of the children the uncached ownership
+	// check found free: they are created by a direct apply (createChildren).
+	absent map[string]bool
+	// created are the children createChildren applied, as the API server
+	// answered, by inventory ID.
+	created map[string]*unstructured.Unstructured
 	// stalled: a phase is waiting for a human (Stalled is set) and polls,
 	// since what it waits on is not watched.
 	stalled bool
@@ -243,7 +248,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	scope := newServerScope(server)
-	patcher := patch.NewSerialPatcher(server, r.servers)
+	patcher := newServerPatcher(server, r.servers)
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
 	}()

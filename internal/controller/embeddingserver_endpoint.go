@@ -41,7 +41,7 @@ func (r *EmbeddingServerReconciler) reconcileEndpoint(ctx context.Context, scope
 		ctrl.LoggerFrom(ctx).V(1).Info("endpoint unavailable", "url", url, "error", err.Error())
 		conditions.MarkFalse(server, embedopsv1.ReadyCondition, embedopsv1.EndpointUnavailableReason,
 			"%s but the Service does not answer: %s", conditions.GetMessage(server, embedopsv1.ReadyCondition), err.Error())
-		return ctrl.Result{RequeueAfter: r.progressInterval}, nil
+		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 	}
 	served.ExpectedModelSHA, served.ComparedWith = expectedModelSHA(server, scope.cache)
 	server.Status.Served = served
@@ -52,7 +52,7 @@ func (r *EmbeddingServerReconciler) reconcileEndpoint(ctx context.Context, scope
 			r.events.Eventf(server, nil, corev1.EventTypeWarning, m.reason, "Reconcile", "%s", m.message)
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.endpointInterval}, nil
+	return ctrl.Result{RequeueAfter: jitter(r.endpointInterval)}, nil
 }
 
 // askInfo asks /info with the server's API key. The key is never logged:

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -193,7 +192,7 @@ func serviceURL(service *corev1.Service, domain string) string {
 // observedGeneration is set when the generation was fully handled: on
 // success and on a terminal error, which only a new spec (or a referenced
 // object) can change.
-func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *serverScope, patcher *patch.SerialPatcher, reconcileErr error) error {
+func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *serverScope, patcher *serverPatcher, reconcileErr error) error {
 	server := scope.server
 	deleting := !server.DeletionTimestamp.IsZero()
 	terminal := errors.Is(reconcileErr, reconcile.TerminalError(nil))
@@ -217,11 +216,7 @@ func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *s
 		r.eventReadyTransition(scope)
 	}
 
-	options := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(embedopsv1.StatusFieldManager)}
-	if !deleting && (reconcileErr == nil || terminal) {
-		options = append(options, patch.WithStatusObservedGeneration{})
-	}
-	patchErr := patcher.Patch(ctx, server, options...)
+	patchErr := patcher.Patch(ctx, server, patchOptions{observedGeneration: !deleting && (reconcileErr == nil || terminal)})
 	if deleting {
 		// Without the finalizer the server may be gone before its status.
 		patchErr = kerrors.FilterOut(patchErr, apierrors.IsNotFound)

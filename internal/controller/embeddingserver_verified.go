@@ -75,17 +75,21 @@ func (r *EmbeddingServerReconciler) desiredUnchanged(server types.UID, children 
 	return err == nil && desired == value.(verifiedState).desired, err
 }
 
-// rememberApply records what an apply that changed nothing found, from
-// the cache, when the cache shows each child at the resourceVersion the
-// ownership check read just before the apply: the state ssa found no
-// drift in. An apply that changed something, or a cache that differs from
-// that read, leaves nothing remembered, so the next reconcile checks in
-// full.
+// rememberApply records what an apply that changed nothing but create
+// children found: a child ssa found unchanged from the cache, when the
+// cache shows it at the resourceVersion the ownership check read just
+// before the apply (the state ssa found no drift in), and a child
+// createChildren created as the API server answered its apply (applying
+// the same object again changes nothing; the cache shows it so once it
+// has caught up). An apply that changed an existing child, or a cache that
+// differs from that read, leaves nothing remembered, so the next reconcile
+// checks in full.
 func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *serverScope, changes *ssa.ChangeSet) error {
 	server := scope.server
 	r.verified.forget(server.UID)
 	for _, entry := range changes.Entries {
-		if entry.Action != ssa.UnchangedAction {
+		id := inventoryRef(entry.ObjMetadata.Namespace, entry.ObjMetadata.Name, entry.ObjMetadata.GroupKind.WithVersion(entry.GroupVersion)).ID
+		if entry.Action != ssa.UnchangedAction && scope.created[id] == nil {
 			return nil
 		}
 	}
@@ -93,11 +97,22 @@ func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *se
 	if err != nil {
 		return err
 	}
-	cached, complete, err := r.cachedChildren(ctx, server.Status.Inventory.Entries)
+	var found []embedopsv1.ResourceRef
+	digests := make(map[string]string, len(server.Status.Inventory.Entries))
+	for _, entry := range server.Status.Inventory.Entries {
+		created, ok := scope.created[entry.ID]
+		if !ok {
+			found = append(found, entry)
+			continue
+		}
+		if digests[entry.ID], err = createdDigest(r.client.Scheme(), created); err != nil {
+			return err
+		}
+	}
+	cached, complete, err := r.cachedChildren(ctx, found)
 	if err != nil || !complete {
 		return err
 	}
-	digests := make(map[string]string, len(cached))
 	for id, child := range cached {
 		if child.resourceVersion != scope.liveVersions[id] {
 			return nil
@@ -106,6 +121,19 @@ func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *se
 	}
 	r.verified.states.Store(server.UID, verifiedState{desired: desired, cached: digests})
 	return nil
+}
+
+// createdDigest is the childDigest the cache will give a child created as
+// applied: the API server's answer, in the typed form the cache holds.
+func createdDigest(scheme *runtime.Scheme, applied *unstructured.Unstructured) (string, error) {
+	typed, err := scheme.New(applied.GroupVersionKind())
+	if err != nil {
+		return "", fmt.Errorf("child %s: %w", applied.GetName(), err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied.Object, typed); err != nil {
+		return "", fmt.Errorf("converting %s: %w", applied.GetName(), err)
+	}
+	return childDigest(typed.(client.Object))
 }
 
 // cachedChild is what verifiedChildren keeps of a cached child.
@@ -145,7 +173,9 @@ func (r *EmbeddingServerReconciler) cachedChildren(ctx context.Context, refs []e
 }
 
 // childDigest hashes a child without what changes when nothing of ours
-// does: its status, resourceVersion and managedFields.
+// does: its status, resourceVersion and managedFields, and the apiVersion
+// and kind of a StatefulSet's claim templates, which a JSON answer carries
+// and a protobuf one (the informer's) does not.
 func childDigest(child client.Object) (string, error) {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(child)
 	if err != nil {
@@ -154,6 +184,17 @@ func childDigest(child client.Object) (string, error) {
 	delete(content, "status")
 	unstructured.RemoveNestedField(content, "metadata", "resourceVersion")
 	unstructured.RemoveNestedField(content, "metadata", "managedFields")
+	if templates, found, _ := unstructured.NestedSlice(content, "spec", "volumeClaimTemplates"); found {
+		for _, template := range templates {
+			if fields, ok := template.(map[string]any); ok {
+				delete(fields, "apiVersion")
+				delete(fields, "kind")
+			}
+		}
+		if err := unstructured.SetNestedSlice(content, templates, "spec", "volumeClaimTemplates"); err != nil {
+			return "", fmt.Errorf("normalizing %s: %w", child.GetName(), err)
+		}
+	}
 	return digestOf(content)
 }
 

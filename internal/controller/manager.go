@@ -35,6 +35,9 @@ type ManagerOptions struct {
 	MetricsCertDir string
 	// HealthAddr serves /healthz and /readyz.
 	HealthAddr string
+	// PprofAddr serves net/http/pprof's /debug/pprof/ endpoints; empty or
+	// "0" disables them.
+	PprofAddr string
 	// LeaderElection configures leader election.
 	LeaderElection leaderelection.Options
 	// LeaderElectionNamespace holds the lease; empty means the namespace the
@@ -72,6 +75,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Client:                        ClientOptions(),
 		Metrics:                       MetricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,

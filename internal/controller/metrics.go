@@ -33,6 +33,10 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(Collectors()...)
+	// How long client-go's rate limiter (--kube-api-qps, --kube-api-burst)
+	// held requests back, beside how long the requests took: opt-in in
+	// controller-runtime, a few series per verb whatever the servers.
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency, ctrlmetrics.MetricRequestLatency)
 }
 
 // Collectors returns every collector this package registers on

@@ -4,17 +4,26 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 )
 
 // AuditPolicy logs every request's metadata once, when its response is
-// complete: enough to count requests by user agent, verb and resource.
+// complete: enough to count requests by user agent, verb and resource. A
+// server's status writes are logged with their request body too, which
+// says what the controller observed (statusObservation).
 const AuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived, ResponseStarted, Panic]
 rules:
+- level: Request
+  verbs: [patch, update]
+  resources:
+  - group: embedops.dev
+    resources: [embeddingservers/status]
 - level: Metadata
 `
 
@@ -26,6 +35,17 @@ type Counts struct {
 	// dry runs and succeeded: the requests that stored something (a patch
 	// that changes nothing is counted too; the audit log cannot tell it).
 	Writes map[string]int
+	// Causes counts every request by what it is for (causeOf): verb and
+	// resource, dry runs and failures apart, and a server's status writes
+	// by the observation they record.
+	Causes map[string]CauseCount
+}
+
+// CauseCount is the requests of one cause and how many of them stored
+// something.
+type CauseCount struct {
+	Requests int `json:"requests"`
+	Writes   int `json:"writes"`
 }
 
 // Total adds up a count map.
@@ -43,7 +63,9 @@ type auditEvent struct {
 	Verb       string `json:"verb"`
 	UserAgent  string `json:"userAgent"`
 	RequestURI string `json:"requestURI"`
-	ObjectRef  *struct {
+	// RequestObject is logged for a server's status writes only.
+	RequestObject json.RawMessage `json:"requestObject"`
+	ObjectRef     *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		Namespace   string `json:"namespace"`
@@ -70,7 +92,7 @@ func CountRequests(path, userAgent, namespace string) (Counts, error) {
 		return Counts{}, fmt.Errorf("opening the audit log: %w", err)
 	}
 	defer func() { _ = file.Close() }()
-	counts := Counts{Requests: map[string]int{}, Writes: map[string]int{}}
+	counts := Counts{Requests: map[string]int{}, Writes: map[string]int{}, Causes: map[string]CauseCount{}}
 	scanner := bufio.NewScanner(file)
 	scanner.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for scanner.Scan() {
@@ -81,11 +103,15 @@ func CountRequests(path, userAgent, namespace string) (Counts, error) {
 		if event.Stage != "ResponseComplete" || !strings.HasPrefix(event.UserAgent, userAgent) || !inNamespace(event, namespace) {
 			continue
 		}
-		resource := resourceOf(event)
+		resource, cause := resourceOf(event), causeOf(event)
 		counts.Requests[resource]++
+		tally := counts.Causes[cause]
+		tally.Requests++
 		if writeVerbs[event.Verb] && !isDryRun(event.RequestURI) && event.succeeded() {
 			counts.Writes[resource]++
+			tally.Writes++
 		}
+		counts.Causes[cause] = tally
 	}
 	return counts, scanner.Err()
 }
@@ -107,6 +133,50 @@ func resourceOf(event auditEvent) string {
 	}
 }
 
+// causeOf names what a request is for: "<verb> <resource>", with "dry
+// run" or the failure's status code after it, and for a server's status
+// write the observation it records.
+func causeOf(event auditEvent) string {
+	cause := event.Verb + " " + resourceOf(event)
+	switch {
+	case isDryRun(event.RequestURI):
+		cause += " (dry run)"
+	case event.ResponseStatus != nil && !event.succeeded():
+		cause += fmt.Sprintf(" (%d)", event.ResponseStatus.Code)
+	}
+	if resourceOf(event) == statusWrites && len(event.RequestObject) > 0 {
+		cause += ": " + statusObservation(event.RequestObject)
+	}
+	return cause
+}
+
+// statusObservation summarises a status write by what it records: the
+// Ready condition it sets (status and reason), or the first condition
+// when Ready is not among them, else the fields it writes, such as a
+// reconcile request's acknowledgement (lastHandledReconcileAt) alone.
+func statusObservation(body json.RawMessage) string {
+	var written struct {
+		Status map[string]json.RawMessage `json:"status"`
+	}
+	if err := json.Unmarshal(body, &written); err != nil || len(written.Status) == 0 {
+		return "no status"
+	}
+	var conditions []struct {
+		Type, Status, Reason string
+	}
+	if err := json.Unmarshal(written.Status["conditions"], &conditions); err == nil && len(conditions) > 0 {
+		shown := conditions[0]
+		for _, condition := range conditions {
+			if condition.Type == "Ready" {
+				shown = condition
+			}
+		}
+		return fmt.Sprintf("%s=%s %s", shown.Type, shown.Status, shown.Reason)
+	}
+	fields := slices.Sorted(maps.Keys(written.Status))
+	return "fields " + strings.Join(fields, ",")
+}
+
 // isDryRun reports whether a request URI asks for a dry run.
 func isDryRun(requestURI string) bool {
 	parsed, err := url.Parse(requestURI)
@@ -115,7 +185,13 @@ func isDryRun(requestURI string) bool {
 
 // Since returns the counts in after that are not in before.
 func Since(before, after Counts) Counts {
-	return Counts{Requests: subtract(after.Requests, before.Requests), Writes: subtract(after.Writes, before.Writes)}
+	causes := map[string]CauseCount{}
+	for cause, n := range after.Causes {
+		if d := (CauseCount{Requests: n.Requests - before.Causes[cause].Requests, Writes: n.Writes - before.Causes[cause].Writes}); d != (CauseCount{}) {
+			causes[cause] = d
+		}
+	}
+	return Counts{Requests: subtract(after.Requests, before.Requests), Writes: subtract(after.Writes, before.Writes), Causes: causes}
 }
 
 func subtract(after, before map[string]int) map[string]int {

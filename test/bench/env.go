@@ -29,6 +29,9 @@ type EnvOptions struct {
 	ProvisionDelay time.Duration
 	// ControllerArgs follow the flags the harness gives the controller.
 	ControllerArgs []string
+	// Profile serves the controller's net/http/pprof endpoints on loopback
+	// (Env.Profile).
+	Profile bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -46,6 +49,8 @@ type Env struct {
 
 	log io.Writer
 	dir string
+	// pprofAddr is the controller's pprof address, empty without Profile.
+	pprofAddr string
 }
 
 // StartEnv builds the controller, starts the cluster, installs the CRDs
@@ -85,8 +90,15 @@ func (e *Env) start(ctx context.Context, opts EnvOptions) error {
 	if err := operator.InstallCRDs(e.Cluster.Config); err != nil {
 		return err
 	}
+	args := opts.ControllerArgs
+	if opts.Profile {
+		if e.pprofAddr, err = harness.FreeAddress(); err != nil {
+			return err
+		}
+		args = append(append([]string{}, args...), "--pprof-addr="+e.pprofAddr)
+	}
 	e.logf("starting the controller")
-	e.Controller, err = harness.StartController(ctx, binary, e.Cluster.Kubeconfig, opts.ControllerArgs...)
+	e.Controller, err = harness.StartController(ctx, binary, e.Cluster.Kubeconfig, args...)
 	return err
 }
 

@@ -17,6 +17,11 @@ const (
 	gcCyclesMetric = "go_gc_cycles_total_gc_cycles_total"
 	// reconcileTimeMetric is controller-runtime's reconcile duration histogram.
 	reconcileTimeMetric = "controller_runtime_reconcile_time_seconds"
+	// limiterWaitMetric is how long client-go's rate limiter held each
+	// request back.
+	limiterWaitMetric = "rest_client_rate_limiter_duration_seconds"
+	// requestTimeMetric is how long each request took once sent.
+	requestTimeMetric = "rest_client_request_duration_seconds"
 	// serverController is the EmbeddingServer controller's label value.
 	serverController = "embeddingserver"
 )
@@ -62,6 +67,16 @@ func counterSum(families map[string]*dto.MetricFamily, name, label, labelValue s
 		return 0, fmt.Errorf("the controller exposes no %s{%s=%q}", name, label, labelValue)
 	}
 	return sum, nil
+}
+
+// histogramSum adds up the sums of every histogram of name, whatever its
+// labels; 0 when there is none.
+func histogramSum(families map[string]*dto.MetricFamily, name string) float64 {
+	sum := 0.0
+	for _, metric := range families[name].GetMetric() {
+		sum += metric.GetHistogram().GetSampleSum()
+	}
+	return sum
 }
 
 // labelled finds the metrics of name whose label has labelValue.

@@ -60,3 +60,16 @@ func TestCounterSum(t *testing.T) {
 	_, err = counterSum(families, reconcileTotalMetric, "controller", "absent")
 	g.Expect(err).To(HaveOccurred())
 }
+
+func TestHistogramSum(t *testing.T) {
+	g := NewWithT(t)
+	histogram := func(verb string, sum float64) *dto.Metric {
+		return &dto.Metric{
+			Label:     []*dto.LabelPair{{Name: new("verb"), Value: new(verb)}},
+			Histogram: &dto.Histogram{SampleSum: new(sum)},
+		}
+	}
+	families := map[string]*dto.MetricFamily{limiterWaitMetric: {Metric: []*dto.Metric{histogram("GET", 1.5), histogram("PATCH", 2)}}}
+	g.Expect(histogramSum(families, limiterWaitMetric)).To(Equal(3.5), "every verb")
+	g.Expect(histogramSum(families, requestTimeMetric)).To(BeZero(), "an absent family sums to nothing")
+}

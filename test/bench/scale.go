@@ -41,6 +41,10 @@ type ScaleOptions struct {
 	Timeout time.Duration
 	// ControllerArgs are extra controller flags.
 	ControllerArgs []string
+	// ProfileDir, when set, receives a CPU profile of the controller over
+	// each rest window (rest.pprof, rest-unrelated.pprof), taken from its
+	// net/http/pprof endpoint.
+	ProfileDir string
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -61,6 +65,8 @@ type scaleRun struct {
 	created Counts
 	// restWrites adds up the controller's writes in the rest windows.
 	restWrites map[string]int
+	// clientTimes are the controller's client times when creation began.
+	clientTimes clientTimes
 }
 
 // RunScale starts an environment and runs the scale phases in order:
@@ -68,7 +74,7 @@ type scaleRun struct {
 // records, watch resyncs, rest, and rest with unrelated objects.
 func RunScale(ctx context.Context, opts ScaleOptions) (_ *ScaleReport, err error) {
 	starting := time.Now()
-	env, err := StartEnv(ctx, EnvOptions{Nodes: opts.Nodes(), ProvisionDelay: opts.ProvisionDelay, ControllerArgs: opts.ControllerArgs, Log: opts.Log})
+	env, err := StartEnv(ctx, EnvOptions{Nodes: opts.Nodes(), ProvisionDelay: opts.ProvisionDelay, ControllerArgs: opts.ControllerArgs, Profile: opts.ProfileDir != "", Log: opts.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/embedops/embedops/test/fixtures"
@@ -22,6 +24,9 @@ func (s *scaleRun) converge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.clientTimes, err = s.env.clientTimes(ctx); err != nil {
+		return err
+	}
 	started := time.Now()
 	if err := s.env.CreateServers(ctx, s.namespace, s.opts.Servers); err != nil {
 		return err
@@ -38,10 +43,39 @@ func (s *scaleRun) converge(ctx context.Context) error {
 	if err := s.reconcileTimes(ctx); err != nil {
 		return err
 	}
+	if err := s.limiterShare(ctx); err != nil {
+		return err
+	}
 	if s.created, err = s.env.settledCount(ctx, s.namespace, s.opts.Timeout); err != nil {
 		return err
 	}
 	s.report.setCreation(Since(before, s.created))
+	return nil
+}
+
+// clientTimes are the seconds the controller's requests so far waited for
+// its client's rate limiter, and took once sent.
+type clientTimes struct {
+	waited, sent float64
+}
+
+// clientTimes reads the controller's clientTimes.
+func (e *Env) clientTimes(ctx context.Context) (clientTimes, error) {
+	families, err := e.Controller.Metrics(ctx, limiterWaitMetric, requestTimeMetric)
+	if err != nil {
+		return clientTimes{}, err
+	}
+	return clientTimes{waited: histogramSum(families, limiterWaitMetric), sent: histogramSum(families, requestTimeMetric)}, nil
+}
+
+// limiterShare reports the share of the controller's request time during
+// convergence spent waiting for its client's rate limiter.
+func (s *scaleRun) limiterShare(ctx context.Context) error {
+	end, err := s.env.clientTimes(ctx)
+	if err != nil {
+		return err
+	}
+	s.report.setLimiter(end.waited-s.clientTimes.waited, end.sent-s.clientTimes.sent)
 	return nil
 }
 
@@ -136,7 +170,7 @@ func (s *scaleRun) watchResync(ctx context.Context) error {
 
 // rest measures the controller at rest with the servers only.
 func (s *scaleRun) rest(ctx context.Context) error {
-	rest, err := s.measureRest(ctx)
+	rest, err := s.measureRest(ctx, "rest.pprof")
 	if err != nil {
 		return err
 	}
@@ -145,14 +179,21 @@ func (s *scaleRun) rest(ctx context.Context) error {
 }
 
 // measureRest measures a rest window and adds the controller's writes
-// about the servers' namespace in it to the rest writes.
-func (s *scaleRun) measureRest(ctx context.Context) (Rest, error) {
+// about the servers' namespace in it to the rest writes. With a profile
+// directory, a CPU profile of the window is written there as profile.
+func (s *scaleRun) measureRest(ctx context.Context, profile string) (Rest, error) {
 	before, err := s.env.Count(s.namespace)
 	if err != nil {
 		return Rest{}, err
 	}
+	profiled := make(chan error, 1)
+	if s.opts.ProfileDir != "" {
+		go func() { profiled <- s.env.Profile(ctx, s.opts.Rest, filepath.Join(s.opts.ProfileDir, profile)) }()
+	} else {
+		profiled <- nil
+	}
 	rest, err := s.env.MeasureRest(ctx, s.opts.Rest)
-	if err != nil {
+	if err = errors.Join(err, <-profiled); err != nil {
 		return Rest{}, err
 	}
 	after, err := s.env.Count(s.namespace)
@@ -176,7 +217,7 @@ func (s *scaleRun) unrelated(ctx context.Context) error {
 	if err := s.env.CreateUnrelated(ctx, namespace, s.opts.UnrelatedPods, s.opts.Timeout); err != nil {
 		return err
 	}
-	rest, err := s.measureRest(ctx)
+	rest, err := s.measureRest(ctx, "rest-unrelated.pprof")
 	if err != nil {
 		return err
 	}

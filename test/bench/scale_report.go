@@ -31,10 +31,20 @@ type ScaleReport struct {
 	// ControllerCPUShareOfConvergence is controller CPU seconds per wall
 	// second during convergence (1 = one core).
 	ControllerCPUShareOfConvergence float64 `json:"controllerCPUShareOfConvergence"`
+	// LimiterWaitSeconds is how long client-go's rate limiter held the
+	// controller's requests back during convergence, added up over the
+	// requests (rest_client_rate_limiter_duration_seconds);
+	// LimiterShareOfRequestTime divides it by that plus the time the
+	// requests took once sent (rest_client_request_duration_seconds).
+	LimiterWaitSeconds        float64 `json:"limiterWaitSeconds"`
+	LimiterShareOfRequestTime float64 `json:"limiterShareOfRequestTime"`
 	// Create counts run until the requests settled after convergence.
 	RequestsPerServerCreate float64        `json:"requestsPerServerCreate"`
 	WritesPerServerCreate   float64        `json:"writesPerServerCreate"`
 	CreateWritesByResource  map[string]int `json:"createWritesByResource"`
+	// CreateByCause breaks the creation requests and writes down by what
+	// each was for (Counts.Causes), totals over all servers.
+	CreateByCause map[string]CauseCount `json:"createByCause"`
 
 	// Resyncs is how many rounds of each forced resync every server got;
 	// the figures of a resync add up all of its rounds. Steady-state
@@ -76,6 +86,10 @@ type ScaleReport struct {
 	RestSeconds                                 float64 `json:"restSeconds"`
 	ControllerCPUSecondsAtRest                  float64 `json:"controllerCPUSecondsAtRest"`
 	ControllerCPUSecondsAtRestWithUnrelatedPods float64 `json:"controllerCPUSecondsAtRestWithUnrelatedPods"`
+	// ControllerCPUSecondsPerScrape is the CPU time of one full scrape of
+	// the controller's metrics after the rest window: a Prometheus that
+	// scrapes every 30 s adds twice this per minute.
+	ControllerCPUSecondsPerScrape float64 `json:"controllerCPUSecondsPerScrape"`
 	// Rest writes add up the controller's writes in both rest windows,
 	// each from its start until its heap sampling ended.
 	RestWritesPerServer  float64        `json:"restWritesPerServer"`
@@ -89,7 +103,8 @@ type ScaleReport struct {
 	ControllerHeapBytesWithUnrelatedPods     int64 `json:"controllerHeapBytesWithUnrelatedPods"`
 	ControllerLiveHeapBytesWithUnrelatedPods int64 `json:"controllerLiveHeapBytesWithUnrelatedPods"`
 	ControllerRSSBytesWithUnrelatedPods      int64 `json:"controllerRSSBytesWithUnrelatedPods"`
-	// Relative differences are (with - without) / without.
+	// Relative differences are (with - without) / without; the heap's is
+	// the live heap's, which does not depend on when it is sampled.
 	HeapRelativeDifference float64 `json:"heapRelativeDifference"`
 	HeapWithin10Percent    bool    `json:"heapWithin10Percent"`
 	RSSRelativeDifference  float64 `json:"rssRelativeDifference"`
@@ -127,10 +142,18 @@ func (r *ScaleReport) setConvergence(wallSeconds, cpuSeconds float64) {
 	r.ControllerCPUShareOfConvergence = round(cpuSeconds / wallSeconds)
 }
 
+func (r *ScaleReport) setLimiter(waited, sent float64) {
+	r.LimiterWaitSeconds = round(waited)
+	if waited+sent > 0 {
+		r.LimiterShareOfRequestTime = round(waited / (waited + sent))
+	}
+}
+
 func (r *ScaleReport) setCreation(counts Counts) {
 	r.RequestsPerServerCreate = r.perServer(Total(counts.Requests))
 	r.WritesPerServerCreate = r.perServer(Total(counts.Writes))
 	r.CreateWritesByResource = counts.Writes
+	r.CreateByCause = counts.Causes
 }
 
 func (r *ScaleReport) setSteadyState(counts Counts) {
@@ -172,6 +195,7 @@ func (r *ScaleReport) setRestWrites(writes map[string]int) {
 
 func (r *ScaleReport) setRest(rest Rest) {
 	r.ControllerCPUSecondsAtRest = perMinute(rest)
+	r.ControllerCPUSecondsPerScrape = round(rest.ScrapeCPUSeconds)
 	r.ControllerHeapBytes, r.ControllerLiveHeapBytes = int64(rest.HeapBytes), int64(rest.LiveHeapBytes)
 	r.ControllerRSSBytes = rest.RSSBytes
 }
@@ -180,7 +204,7 @@ func (r *ScaleReport) setRestWithUnrelated(rest Rest) {
 	r.ControllerCPUSecondsAtRestWithUnrelatedPods = perMinute(rest)
 	r.ControllerHeapBytesWithUnrelatedPods, r.ControllerLiveHeapBytesWithUnrelatedPods = int64(rest.HeapBytes), int64(rest.LiveHeapBytes)
 	r.ControllerRSSBytesWithUnrelatedPods = rest.RSSBytes
-	r.HeapRelativeDifference, r.HeapWithin10Percent = compare(r.ControllerHeapBytes, r.ControllerHeapBytesWithUnrelatedPods)
+	r.HeapRelativeDifference, r.HeapWithin10Percent = compare(r.ControllerLiveHeapBytes, r.ControllerLiveHeapBytesWithUnrelatedPods)
 	r.RSSRelativeDifference, r.RSSWithin10Percent = compare(r.ControllerRSSBytes, r.ControllerRSSBytesWithUnrelatedPods)
 }
 

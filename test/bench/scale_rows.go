@@ -1,10 +1,17 @@
 package bench
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // Rows lays the report out as a table.
 func (r *ScaleReport) Rows() []Row {
 	rows := r.measurements()
+	rows = append(rows, r.causeRows()...)
 	rows = append(rows, Row{"controllerArgs", fmt.Sprint(r.ControllerArgs), "beyond the harness' (kubeconfig, metrics, health)"})
 	for _, phase := range r.Phases {
 		rows = append(rows, Row{"phase " + phase.Phase, seconds(phase.Seconds), "wall time"})
@@ -19,6 +26,7 @@ func (r *ScaleReport) measurements() []Row {
 		{"convergeSeconds", seconds(r.ConvergeSeconds), "first create to all Ready and bound (binding Active)"},
 		{"serversPerSecond", fmt.Sprint(r.ServersPerSecond), ""},
 		{"controllerCPUShareOfConvergence", fmt.Sprint(r.ControllerCPUShareOfConvergence), "controller CPU s / wall s (1 = one core)"},
+		{"limiterShareOfRequestTime", fmt.Sprint(r.LimiterShareOfRequestTime), fmt.Sprintf("client rate limiter wait / (wait + request time) in convergence; %s waited in all", seconds(r.LimiterWaitSeconds))},
 		{"requestsPerServerCreate", fmt.Sprint(r.RequestsPerServerCreate), "audit log, controller's user agent; dry runs are requests, goal 15"},
 		{"writesPerServerCreate", fmt.Sprint(r.WritesPerServerCreate), fmt.Sprintf("successful, not dry runs, goal 8: %v", r.CreateWritesByResource)},
 		{"steadyStateRequestsPerServer", fmt.Sprint(r.SteadyStateRequestsPerServer), fmt.Sprintf("across %d reconcile requests (reconcile.fluxcd.io/requestedAt)", r.Resyncs)},
@@ -32,16 +40,31 @@ func (r *ScaleReport) measurements() []Row {
 		{"watchResyncReconciles", fmt.Sprint(r.WatchResyncReconciles), fmt.Sprintf("reconcile_total growth; at least %d", r.Resyncs*r.Servers)},
 		{"reconcileP50", seconds(r.ReconcileP50), fmt.Sprintf("%d EmbeddingServer reconciles to convergence; interpolated in buckets", r.Reconciles)},
 		{"reconcileP99", seconds(r.ReconcileP99), "controller_runtime_reconcile_time_seconds"},
-		{"controllerCPUSecondsAtRest", fmt.Sprint(r.ControllerCPUSecondsAtRest), fmt.Sprintf("CPU s per minute over a %s rest", seconds(r.RestSeconds))},
+		{"controllerCPUSecondsAtRest", fmt.Sprint(r.ControllerCPUSecondsAtRest), fmt.Sprintf("CPU s per minute over a %s rest, nothing scraped in it; goal 0.5", seconds(r.RestSeconds))},
+		{"controllerCPUSecondsPerScrape", fmt.Sprint(r.ControllerCPUSecondsPerScrape), "one full /metrics scrape after the rest; a 30s scrape interval adds 2x this per minute"},
 		{"controllerHeapBytes", byteSize(r.ControllerHeapBytes), "least heap_inuse in the rest, after a GC; live " + byteSize(r.ControllerLiveHeapBytes)},
 		{"controllerRSSBytes", byteSize(r.ControllerRSSBytes), "VmRSS after the rest"},
 		{"controllerHeapBytesWithUnrelatedPods", byteSize(r.ControllerHeapBytesWithUnrelatedPods), fmt.Sprintf("%d pods + %d ConfigMaps + %d Secrets; live %s", r.UnrelatedPods, r.UnrelatedConfigMaps, r.UnrelatedSecrets, byteSize(r.ControllerLiveHeapBytesWithUnrelatedPods))},
 		{"controllerRSSBytesWithUnrelatedPods", byteSize(r.ControllerRSSBytesWithUnrelatedPods), ""},
-		{"heapRelativeDifference", percent(r.HeapRelativeDifference), within(r.HeapWithin10Percent)},
+		{"heapRelativeDifference", percent(r.HeapRelativeDifference), within(r.HeapWithin10Percent) + ", live heap"},
 		{"rssRelativeDifference", percent(r.RSSRelativeDifference), within(r.RSSWithin10Percent)},
 		{"controllerCPUSecondsAtRestWithUnrelatedPods", fmt.Sprint(r.ControllerCPUSecondsAtRestWithUnrelatedPods), "CPU s per minute"},
 		{"restWritesPerServer", fmt.Sprint(r.RestWritesPerServer), fmt.Sprintf("both rest windows, target 0: %v", r.RestWritesByResource)},
 	}
+}
+
+// causeRows break the creation requests per server down by cause, the
+// most frequent first.
+func (r *ScaleReport) causeRows() []Row {
+	causes := slices.SortedFunc(maps.Keys(r.CreateByCause), func(a, b string) int {
+		return cmp.Or(cmp.Compare(r.CreateByCause[b].Requests, r.CreateByCause[a].Requests), strings.Compare(a, b))
+	})
+	rows := make([]Row, 0, len(causes))
+	for _, cause := range causes {
+		count := r.CreateByCause[cause]
+		rows = append(rows, Row{"create: " + cause, fmt.Sprint(r.perServer(count.Requests)), fmt.Sprintf("requests per server; stored writes %v", r.perServer(count.Writes))})
+	}
+	return rows
 }
 
 func seconds(s float64) string { return fmt.Sprintf("%.3fs", s) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,9 +185,15 @@ func (p *ControllerProcess) end(signal syscall.Signal) error {
 	return nil
 }
 
-// Metrics scrapes the metrics endpoint.
-func (p *ControllerProcess) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.MetricsURL, nil)
+// Metrics scrapes the metrics endpoint: every family, or only those named
+// (client_golang's name[] filter, which still collects every collector but
+// encodes only the families asked for).
+func (p *ControllerProcess) Metrics(ctx context.Context, names ...string) (map[string]*dto.MetricFamily, error) {
+	target := p.MetricsURL
+	if len(names) > 0 {
+		target += "?" + url.Values{"name[]": names}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -159,6 +159,16 @@ func freePorts(n int) ([]uint32, error) {
 	return ports, nil
 }
 
+// FreeAddress returns a free address on 127.0.0.1, chosen as freePorts
+// chooses, for a process the caller starts.
+func FreeAddress() (string, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0]), nil
+}
+
 // tail returns the last n lines of s.
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

@@ -42,12 +42,19 @@ func main() {
 	flag.DurationVar(&opts.ProvisionDelay, "provision-delay", 10*time.Second, "How long the local cluster's provisioner takes per volume, so claims bind slowly as real provisioners' do.")
 	flag.IntVar(&opts.Resyncs, "resyncs", 10, "Rounds of each forced resync per Ready server: reconcile requests (reconcile.fluxcd.io/requestedAt), then StatefulSet annotation touches.")
 	flag.DurationVar(&opts.Rest, "rest", time.Minute, "Each rest window, over which CPU at rest is measured and the heap sampled.")
+	flag.StringVar(&opts.ProfileDir, "profile", "", "A directory that receives a CPU profile (pprof) of the controller over each rest window: rest.pprof, and rest-unrelated.pprof with the unrelated objects.")
 	flag.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "Bound of each wait for the cluster.")
 	flag.DurationVar(&progressInterval, "progress-interval", 0, "The controller's --progress-interval; 0 keeps its default.")
 	flag.IntVar(&commits, "commits", 10000, "Commits in the audit mode's history.")
 	flag.Int64Var(&download.Bytes, "download-bytes", 1<<30, "The download mode's repository size in bytes.")
 	flag.IntVar(&download.Files, "download-files", 4, "Weight files the download mode's repository is split into.")
 	flag.Parse()
+	if opts.ProfileDir != "" {
+		if err := os.MkdirAll(opts.ProfileDir, 0o750); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
 	if progressInterval > 0 {
 		opts.ControllerArgs = append(opts.ControllerArgs, "--progress-interval="+progressInterval.String())
 	}

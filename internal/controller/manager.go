@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/probes"
@@ -44,6 +45,9 @@ type ManagerOptions struct {
 	EmbeddingServer EmbeddingServerReconcilerOptions
 	// ModelCacheBinding configures the ModelCacheBinding reconciler.
 	ModelCacheBinding ModelCacheBindingReconcilerOptions
+	// Watch holds Flux's --watch-label-selector: a shard's controller
+	// reconciles only the servers and bindings it selects.
+	Watch runtimectrl.WatchOptions
 }
 
 // NewScheme returns the scheme of every kind the controller reads.
@@ -66,9 +70,13 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	watch, err := WatchSelector(opts.Watch)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         CacheOptions(),
+		Cache:                         CacheOptions(watch),
 		Client:                        ClientOptions(),
 		Metrics:                       MetricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,
@@ -123,8 +131,13 @@ func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.ModelCacheBinding{}, storageIndex, storageNames); err != nil {
 		return fmt.Errorf("indexing bindings by storage: %w", err)
 	}
+	watch, err := WatchSelector(opts.Watch)
+	if err != nil {
+		return err
+	}
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, ledger.Options{
 		HistoryLimit: opts.ModelCacheBinding.HistoryLimit, ReleaseInterval: opts.ModelCacheBinding.ReleaseInterval,
+		ShardKeys: ShardKeys(watch),
 	})
 	if err := (&EmbeddingServerReconciler{}).SetupWithManager(ctx, mgr, recorder, l, opts.EmbeddingServer); err != nil {
 		return fmt.Errorf("setting up the EmbeddingServer reconciler: %w", err)

@@ -77,7 +77,7 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	cacheOptions := CacheOptions()
+	cacheOptions := CacheOptions(nil)
 	cacheOptions.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,

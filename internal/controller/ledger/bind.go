@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,42 +66,46 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 }
 
 // find returns the Active binding of the decision the server may use
-// (decision.Usable): the one named decision.BindingName, else a suffixed one
-// of the same decision, else a new one under the next free suffix, which
-// succeeds the binding the server uses when the decision changed in
-// retainFor alone (see succeed). A Retiring or Released binding is never
-// revived.
+// (decision.Usable) in the server's shard (decision.SameShard): the one
+// named decision.BindingName, else a suffixed one of the same decision, else
+// a new one under the next free suffix, which succeeds the binding the
+// server uses when the decision changed in retainFor alone (see succeed). A
+// Retiring or Released binding is never revived. The cache holds only this
+// shard's bindings, so a new name is chosen from an uncached list, which
+// also counts the names other shards took.
 func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc) (*embedopsv1.ModelCacheBinding, bool, error) {
 	base := decision.BindingName(d)
 	binding := &embedopsv1.ModelCacheBinding{}
 	err := l.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: base}, binding)
 	switch {
-	case err == nil && decision.Usable(binding, d, server.UID):
+	case err == nil && l.usable(binding, server, d):
 		return binding, false, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, false, fmt.Errorf("reading binding %s: %w", base, err)
 	}
-	var bindings embedopsv1.ModelCacheBindingList
-	if err := l.client.List(ctx, &bindings, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
+	var cached embedopsv1.ModelCacheBindingList
+	if err := l.client.List(ctx, &cached, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
 		return nil, false, fmt.Errorf("listing the bindings of %s: %w", base, err)
+	}
+	if usable, _ := l.pick(cached.Items, base, server, d); usable != nil {
+		return usable, false, nil
 	}
 	next := 1
 	if err == nil {
 		next = 2
 	}
-	slices.SortFunc(bindings.Items, func(a, b embedopsv1.ModelCacheBinding) int {
-		return decision.BindingSuffix(base, a.Name) - decision.BindingSuffix(base, b.Name)
-	})
-	for i := range bindings.Items {
-		n := decision.BindingSuffix(base, bindings.Items[i].Name)
-		if n == 0 {
-			continue
+	if len(l.shardKeys) > 0 {
+		var all embedopsv1.ModelCacheBindingList
+		if err := l.apiReader.List(ctx, &all, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
+			return nil, false, fmt.Errorf("listing the bindings of %s: %w", base, err)
 		}
-		if decision.Usable(&bindings.Items[i], d, server.UID) {
-			return &bindings.Items[i], false, nil
-		}
-		next = max(next, n+1)
+		cached = all
 	}
+	usable, taken := l.pick(cached.Items, base, server, d)
+	if usable != nil {
+		return usable, false, nil
+	}
+	next = max(next, taken+1)
 	if next > decision.MaxBindingSuffix {
 		return nil, false, fmt.Errorf("binding %s has more than %d retired successors", base, decision.MaxBindingSuffix)
 	}
@@ -113,6 +118,32 @@ func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 		return l.succeed(ctx, server, d, name, source, predecessor)
 	}
 	return l.create(ctx, server, d, name, source, nil)
+}
+
+// pick returns the first binding of base, in suffix order, that the server
+// may use, and the highest suffix taken.
+func (l *Ledger) pick(bindings []embedopsv1.ModelCacheBinding, base string, server *embedopsv1.EmbeddingServer, d *decision.Decision) (*embedopsv1.ModelCacheBinding, int) {
+	slices.SortFunc(bindings, func(a, b embedopsv1.ModelCacheBinding) int {
+		return decision.BindingSuffix(base, a.Name) - decision.BindingSuffix(base, b.Name)
+	})
+	taken := 0
+	for i := range bindings {
+		n := decision.BindingSuffix(base, bindings[i].Name)
+		if n == 0 {
+			continue
+		}
+		if l.usable(&bindings[i], server, d) {
+			return &bindings[i], n
+		}
+		taken = max(taken, n)
+	}
+	return nil, taken
+}
+
+// usable reports whether the server may use the binding: decision.Usable,
+// in the server's shard.
+func (l *Ledger) usable(binding *embedopsv1.ModelCacheBinding, server *embedopsv1.EmbeddingServer, d *decision.Decision) bool {
+	return decision.Usable(binding, d, server.UID) && decision.SameShard(binding.Labels, server.Labels, l.shardKeys)
 }
 
 // create records the decision under name, with its source and the
@@ -135,6 +166,7 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	if predecessor != nil {
 		binding = builder.SuccessorBinding(server, recorded, name, recordedSource, predecessor)
 	}
+	maps.Copy(binding.Labels, decision.ShardLabels(server.Labels, l.shardKeys))
 	err = l.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
 	if err == nil {
 		l.written.Record(client.ObjectKeyFromObject(binding), binding.ResourceVersion)
@@ -154,6 +186,10 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	}
 	if !decision.Reusable(existing, d) {
 		return nil, false, fmt.Errorf("binding %s exists for another decision or is %s", name, existing.Status.Phase)
+	}
+	if !decision.SameShard(existing.Labels, server.Labels, l.shardKeys) {
+		// Another shard's binding: the next look lists it and goes further.
+		return nil, false, fmt.Errorf("binding %s belongs to another shard", name)
 	}
 	return existing, false, nil
 }

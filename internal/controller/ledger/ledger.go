@@ -35,6 +35,11 @@ type Options struct {
 	ReleaseInterval time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ShardKeys are the labels that place a server in a shard (the keys the
+	// watch label selector names, and embedopsv1.ShardLabel): a binding
+	// copies them from the server that creates it, and a server uses only
+	// bindings that carry the same, so no shard writes another's binding.
+	ShardKeys []string
 }
 
 // Ledger writes ModelCacheBindings; see the package documentation for the
@@ -46,6 +51,7 @@ type Ledger struct {
 	historyLimit    int
 	releaseInterval time.Duration
 	now             func() time.Time
+	shardKeys       []string
 	// left holds the (binding UID, server UID) pairs whose reference this
 	// process removed: the cache may still show such a reference.
 	left sync.Map
@@ -63,7 +69,8 @@ type Ledger struct {
 // New returns a Ledger writing with c (whose reads are cached) and reading
 // uncached with apiReader where a race needs it.
 func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts Options) *Ledger {
-	l := &Ledger{client: c, apiReader: apiReader, events: recorder, historyLimit: opts.HistoryLimit, releaseInterval: opts.ReleaseInterval, now: opts.Now}
+	l := &Ledger{client: c, apiReader: apiReader, events: recorder, historyLimit: opts.HistoryLimit, releaseInterval: opts.ReleaseInterval, now: opts.Now,
+		shardKeys: opts.ShardKeys}
 	if l.historyLimit <= 0 {
 		l.historyLimit = DefaultHistoryLimit
 	}

@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// WatchLabelSelectorFlag is Flux's sharding flag, bound by
+// fluxcd/pkg/runtime/controller.WatchOptions.
+const WatchLabelSelectorFlag = "watch-label-selector"
+
+// BindWatchFlags adds Flux's --watch-label-selector to fs, as
+// fluxcd/pkg/runtime/controller.WatchOptions.BindFlags defines it. The
+// other flags of WatchOptions (--watch-all-namespaces,
+// --watch-configs-label-selector) are left out: embedops always watches
+// every namespace and reads no ConfigMaps.
+func BindWatchFlags(fs *pflag.FlagSet, opts *runtimectrl.WatchOptions) {
+	all := pflag.NewFlagSet("watch", pflag.ContinueOnError)
+	opts.BindFlags(all)
+	flag := all.Lookup(WatchLabelSelectorFlag)
+	flag.Usage = "Reconcile only the EmbeddingServers and ModelCacheBindings with matching labels, " +
+		"e.g. '" + embedopsv1.ShardLabel + "=shard1' (Flux's sharding); a controller beside shards takes '!" + embedopsv1.ShardLabel + "'."
+	fs.AddFlag(flag)
+}
+
+// WatchSelector is the label selector of --watch-label-selector
+// (fluxcd/pkg/runtime/controller.GetWatchSelector): everything when unset.
+func WatchSelector(opts runtimectrl.WatchOptions) (labels.Selector, error) {
+	selector, err := runtimectrl.GetWatchSelector(opts)
+	if err != nil {
+		return nil, fmt.Errorf("parsing --%s %q: %w", WatchLabelSelectorFlag, opts.LabelSelector, err)
+	}
+	return selector, nil
+}
+
+// ShardKeys are the labels a binding copies from the server that creates
+// it: embedopsv1.ShardLabel and every key selector names, so the binding
+// matches the selector whenever its server does, and the binding controller
+// of the server's shard, and no other, reconciles it.
+func ShardKeys(selector labels.Selector) []string {
+	keys := []string{embedopsv1.ShardLabel}
+	requirements, _ := selector.Requirements()
+	for _, requirement := range requirements {
+		keys = append(keys, requirement.Key())
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}

@@ -51,6 +51,13 @@ const (
 	// CABundleNotFoundReason: the CA bundle's ConfigMap or Secret, or its
 	// key, does not exist.
 	CABundleNotFoundReason = "CABundleNotFound"
+	// ClaimNotFoundReason: spec.cache.existingClaim names no claim.
+	ClaimNotFoundReason = "ClaimNotFound"
+	// ClaimNotBoundReason: spec.cache.existingClaim is not Bound to a volume.
+	ClaimNotBoundReason = "ClaimNotBound"
+	// ModelNotInClaimReason: spec.cache.existingClaim lacks the model at its
+	// revision (refs/<revision> or snapshots/<commit>), as the verify Job found.
+	ModelNotInClaimReason = "ModelNotInClaim"
 	// ValidReason: the spec is valid and its references resolve.
 	ValidReason = "Valid"
 	// InvalidReason: the spec is invalid.

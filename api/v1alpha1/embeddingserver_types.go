@@ -353,6 +353,10 @@ type SecretKeyRef struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'None' || !has(self.storageClassName)",message="cache.mode None keeps no cache: remove storageClassName"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'None' || !has(self.size) || quantity(string(self.size)).compareTo(quantity('10Gi')) == 0",message="cache.mode None keeps no cache: remove size"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'None' || !has(self.retainFor) || duration(self.retainFor) == duration('24h')",message="cache.mode None keeps no cache: remove retainFor"
+// +kubebuilder:validation:XValidation:rule="!has(self.existingClaim) || !has(self.mode) || self.mode != 'None'",message="cache.existingClaim mounts a claim, cache.mode None keeps no cache: remove one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.existingClaim) || !has(self.mode) || self.mode != 'Shared'",message="cache.existingClaim is mounted by every replica as it is: remove cache.mode Shared, which makes a new claim"
+// +kubebuilder:validation:XValidation:rule="!has(self.existingClaim) || !has(self.storageClassName)",message="cache.existingClaim uses the claim as it is: remove cache.storageClassName"
+// +kubebuilder:validation:XValidation:rule="!has(self.existingClaim) || !has(self.size) || quantity(string(self.size)).compareTo(quantity('10Gi')) == 0",message="cache.existingClaim uses the claim as it is: remove cache.size"
 type CacheSpec struct {
 	// Mode is PerReplica (a claim per pod), Shared (one ReadWriteMany claim
 	// per namespace and model) or None (an emptyDir; nothing is recorded).
@@ -387,6 +391,22 @@ type CacheSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8760h')",message="cache.retainFor must be at most 8760h (365 days)"
 	// +optional
 	RetainFor *metav1.Duration `json:"retainFor,omitempty"`
+
+	// ExistingClaim names a PersistentVolumeClaim in the server's namespace
+	// that already holds the model in the hub cache layout
+	// (models--ORG--NAME/refs/<revision> holding a commit,
+	// snapshots/<commit>/...), filled by the user. Every replica mounts it
+	// read-only; the server needs no token and no hub. Before the server
+	// starts, the claim must exist and be Bound, and a verify Job checks
+	// that it holds the model at the revision: otherwise the server stalls
+	// with the reason ClaimNotFound, ClaimNotBound or ModelNotInClaim. The
+	// binding records the claim as one it does not own: it is never
+	// deleted. It excludes mode None and Shared, storageClassName and size
+	// (mode is otherwise ignored: the schema defaults it).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ExistingClaim string `json:"existingClaim,omitempty"`
 }
 
 // CacheMode is how a server's model cache is stored.

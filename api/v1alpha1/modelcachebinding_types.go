@@ -113,6 +113,15 @@ type CacheDecision struct {
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	// +optional
 	StorageClassParametersDigest string `json:"storageClassParametersDigest,omitempty"`
+
+	// ExistingClaim is the user's claim the cache is (spec.cache.existingClaim
+	// of the manifest): recorded, in the digest, but not owned. The binding
+	// never creates, lists in resources or deletes it; mode is then Shared
+	// (every replica mounts it), size 0 (the claim's own) and accessModes
+	// ReadOnlyMany (how the servers mount it).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ExistingClaim string `json:"existingClaim,omitempty"`
 }
 
 // ReclaimPolicy is what happens to a cache when it is no longer used.
@@ -155,6 +164,16 @@ type DecisionSource struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Chart string `json:"chart,omitempty"`
+
+	// Artifact is the digest (sha256:<hex>) of the OCI artifact the GitOps
+	// tool applied, when the manifest came from one (a Flux
+	// OCIRepository). Repository and Commit then name the git repository
+	// and commit the artifact was built from, as its
+	// org.opencontainers.image.source and .revision annotations say; both
+	// are empty when it does not say.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	Artifact string `json:"artifact,omitempty"`
 
 	// ObjectRef is the Flux Kustomization or Argo CD Application.
 	// +optional
@@ -208,10 +227,22 @@ type RenderInputs struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	SubstituteFrom []SubstitutionSource `json:"substituteFrom,omitempty"`
+
+	// Source is, as JSON, what of a Flux GitRepository at decision time
+	// adds files to its artifact beyond the commit: spec.include with the
+	// revisions status.includedArtifacts says were included, and
+	// spec.recurseSubmodules. Empty when the source adds none.
+	// +kubebuilder:validation:MaxLength=16384
+	// +optional
+	Source string `json:"source,omitempty"`
 }
 
 // MaxRenderSpecLength is the longest RenderInputs.Spec a binding records.
 const MaxRenderSpecLength = 65536
+
+// MaxRenderSourceLength is the longest RenderInputs.Source a binding
+// records.
+const MaxRenderSourceLength = 16384
 
 // SubstitutionSource is one ConfigMap or Secret a Flux post-build
 // substitution read its variables from.
@@ -454,4 +485,35 @@ type ModelCacheBindingList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ModelCacheBinding `json:"items"`
+}
+
+// GitSourceInputs is the JSON recorded in RenderInputs.Source.
+type GitSourceInputs struct {
+	// Include are the GitRepository's spec.include entries, in order.
+	// +optional
+	Include []GitInclude `json:"include,omitempty"`
+	// RecurseSubmodules is the GitRepository's spec.recurseSubmodules.
+	// +optional
+	RecurseSubmodules bool `json:"recurseSubmodules,omitempty"`
+}
+
+// GitInclude is one entry of a GitRepository's spec.include, with what
+// source-controller copied for it.
+type GitInclude struct {
+	// Name is the included GitRepository, in the including one's namespace.
+	Name string `json:"name"`
+	// Repository is the included GitRepository's spec.url.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+	// Revision is the included artifact's revision, from the including
+	// GitRepository's status.includedArtifacts at the same index.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// FromPath is the directory of the included artifact that is copied;
+	// empty means its root.
+	// +optional
+	FromPath string `json:"fromPath,omitempty"`
+	// ToPath is where it is copied to in the including artifact; the
+	// included GitRepository's name when spec.include leaves it empty.
+	ToPath string `json:"toPath"`
 }

@@ -36,15 +36,20 @@ func Audit(ctx context.Context, repo *git.Repository, binding *embedopsv1.ModelC
 		}
 		return repo, nil
 	}
-	return newAuditor(opts).audit(ctx, binding, open)
+	included := func(url string) (*git.Repository, error) {
+		return nil, fmt.Errorf("only the binding's own repository was given, not %s", DisplayURL(url))
+	}
+	return newAuditor(opts).audit(ctx, binding, open, included)
 }
 
 // All audits bindings in order, each in repos.Path when set, else in a
 // clone of its own spec.source.repository (repos.URL is ignored),
 // authenticated with repos.Credentials over what repos.Lookup finds for the
-// binding. Builds are shared between bindings of the same repository. A
-// repository that cannot be opened, tried once per set of credentials,
-// makes its bindings Unverifiable.
+// binding. Repositories a GitRepository includes are cloned into
+// repos.CacheDir, authenticated with repos.Credentials alone. Builds are
+// shared between bindings of the same repository. A repository that cannot
+// be opened, tried once per set of credentials, makes its bindings
+// Unverifiable.
 func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.ModelCacheBinding, opts Options) []Result {
 	a := newAuditor(opts)
 	type openedRepository struct {
@@ -74,7 +79,16 @@ func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.Mod
 			}
 			return r.repo, r.err
 		}
-		results = append(results, a.audit(ctx, binding, open))
+		included := func(url string) (*git.Repository, error) {
+			key := url + "\x00" + repos.Credentials.key()
+			r, ok := opened[key]
+			if !ok {
+				r.repo, r.err = OpenRepository(ctx, RepositoryOptions{URL: url, CacheDir: repos.CacheDir, Credentials: repos.Credentials})
+				opened[key] = r
+			}
+			return r.repo, r.err
+		}
+		results = append(results, a.audit(ctx, binding, open, included))
 	}
 	return results
 }
@@ -100,14 +114,18 @@ func newAuditor(opts Options) *auditor {
 }
 
 // audit checks the binding against itself, then against the manifest at the
-// recorded commit, then walks history for the origin.
-func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBinding, open func() (*git.Repository, error)) Result {
+// recorded commit, then walks history for the origin. open opens the
+// binding's repository; included opens a repository its GitRepository
+// includes, by URL.
+func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBinding, open func() (*git.Repository, error),
+	included func(url string) (*git.Repository, error)) Result {
 	source := binding.Spec.Source
 	res := Result{
 		Binding:        binding.Namespace + "/" + binding.Name,
 		Repository:     source.Repository,
 		Path:           source.Path,
 		RecordedCommit: source.Commit,
+		Artifact:       source.Artifact,
 	}
 	selfChecked := integrity(binding.Spec)
 	if reason := unverifiableSource(source); reason != "" {
@@ -115,21 +133,25 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 	}
 	repo, err := open()
 	if err != nil {
-		return concluded(res, selfChecked, fmt.Sprintf("opening the repository: %v", err))
+		return concluded(res, selfChecked, fromArtifact(source, fmt.Sprintf("opening the repository: %v", err)))
 	}
 	rc, reason := recipeFor(repo, source)
 	if reason != "" {
 		return concluded(res, selfChecked, reason)
 	}
-	w := a.walk(repo, binding, rc)
+	lay, reason := layoutFor(repo, source, included)
+	if reason != "" {
+		return concluded(res, selfChecked, reason)
+	}
+	w := a.walk(repo, binding, rc, lay)
 	recorded, err := repo.CommitObject(plumbing.NewHash(source.Commit))
 	if err != nil {
-		return concluded(res, selfChecked, fmt.Sprintf("commit %s is not in the repository: %v", source.Commit, err))
+		return concluded(res, selfChecked, fromArtifact(source, fmt.Sprintf("commit %s is not in the repository: %v", source.Commit, err)))
 	}
 	at := w.evaluate(recorded)
 	res.CommitsWalked, res.Renders = 1, w.renders()
 	if at.err != nil {
-		return concluded(res, selfChecked, w.reason(at, recorded))
+		return concluded(res, selfChecked, fromArtifact(source, w.reason(at, recorded)))
 	}
 	res.Server = at.server
 	res.Differences = merged(differences(binding.Spec, at.decision), selfChecked)
@@ -174,6 +196,9 @@ func unverifiableSource(source embedopsv1.DecisionSource) string {
 		return fmt.Sprintf("not a git source: chart %s %s from %s", source.Chart, source.Revision, source.Repository)
 	case source.Method == embedopsv1.SourceUnknown || source.Method == "":
 		return "the binding's source is Unknown: no git revision was recorded"
+	case source.Artifact != "" && source.Commit == "":
+		return fmt.Sprintf("artifact %s (revision %q) cannot be traced to git: it carries no %s and %s annotations naming the commit it was built from",
+			source.Artifact, source.Revision, "org.opencontainers.image.revision", "org.opencontainers.image.source")
 	case source.Commit == "":
 		return fmt.Sprintf("the binding records no commit (revision %q)", source.Revision)
 	case !sha1Commit.MatchString(source.Commit):
@@ -182,6 +207,18 @@ func unverifiableSource(source embedopsv1.DecisionSource) string {
 		return fmt.Sprintf("path %q leaves the repository", source.Path)
 	}
 	return ""
+}
+
+// fromArtifact says that a source applied from an OCI artifact could not
+// be verified from the git commit it was built from, and how that commit
+// is rendered: the Kustomization's path from the origin repository's root,
+// which is where `flux push artifact --path=.` packs from.
+func fromArtifact(source embedopsv1.DecisionSource, reason string) string {
+	if source.Artifact == "" {
+		return reason
+	}
+	return fmt.Sprintf("artifact %s cannot be verified from its origin %s at %s (rendered from the repository's root): %s",
+		source.Artifact, DisplayURL(source.Repository), source.Commit, reason)
 }
 
 // cleanPath reports whether a recorded path stays inside the repository.

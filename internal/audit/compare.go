@@ -37,6 +37,7 @@ var comparedFields = []fieldValue{
 	{field: "decision.retainFor", value: func(_ embedopsv1.CacheIdentity, d embedopsv1.CacheDecision) string {
 		return d.RetainFor.Duration.String()
 	}},
+	{field: "decision.existingClaim", value: func(_ embedopsv1.CacheIdentity, d embedopsv1.CacheDecision) string { return d.ExistingClaim }},
 	{field: "decision.digest", value: func(_ embedopsv1.CacheIdentity, d embedopsv1.CacheDecision) string { return d.Digest }},
 }
 

@@ -37,6 +37,8 @@ func TestDifferencesNameEveryChangedField(t *testing.T) {
 		{name: "access modes", edit: func(s *embedopsv1.ModelCacheBindingSpec) {
 			s.Decision.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 		}, fields: []string{"decision.accessModes"}},
+		{name: "existing claim", edit: func(s *embedopsv1.ModelCacheBindingSpec) { s.Decision.ExistingClaim = "models" },
+			fields: []string{"decision.existingClaim"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,6 +32,18 @@
 //     repository) makes the binding Unverifiable, naming it; nothing is
 //     guessed. Without recorded settings, servers without a namespace take
 //     the binding's.
+//   - A source applied from an OCI artifact (spec.source.artifact) is
+//     rendered from the git commit the artifact records as its origin, the
+//     path taken from the origin repository's root; whatever stops that
+//     makes the binding Unverifiable, naming the artifact's digest.
+//   - A GitRepository's includes are laid out as source-controller lays out
+//     its artifact: each included repository, cloned, at the recorded
+//     included revision, its fromPath placed at toPath, in a tree written
+//     to memory over the repositories' objects (never into a clone). The
+//     origin search lays the same included revisions into every commit it
+//     walks. With recurseSubmodules, each submodule .gitmodules names is
+//     cloned and its tree at the gitlink's commit placed at its path (and
+//     its own, ten levels down, as go-git clones for source-controller).
 //   - A build is reused, never repeated, for any commit whose tree answers
 //     every read the build made (file contents, directory listings,
 //     existence checks) the same way, so walking a long history builds only

@@ -48,6 +48,13 @@ func Render(repo *git.Repository, commit string, source embedopsv1.DecisionSourc
 	if reason != "" {
 		return nil, "", errors.New(reason)
 	}
+	inputs, err := gitInputs(source)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case len(inputs.Include) > 0:
+		return nil, "", errors.New("the GitRepository includes other repositories, which a preview does not lay out")
+	}
 	at, err := repo.CommitObject(plumbing.NewHash(commit))
 	if err != nil {
 		return nil, "", fmt.Errorf("commit %s: %w", commit, err)
@@ -55,6 +62,9 @@ func Render(repo *git.Repository, commit string, source embedopsv1.DecisionSourc
 	root, err := at.Tree()
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the tree of %s: %w", commit, err)
+	}
+	if _, err := root.FindEntry(".gitmodules"); err == nil && inputs.RecurseSubmodules {
+		return nil, "", errSubmodules
 	}
 	namespace := ""
 	if applied, ok := rc.(interface{ namespace() string }); ok {

@@ -24,7 +24,8 @@ import (
 // RepositoryOptions say where the repository behind a binding is.
 type RepositoryOptions struct {
 	// Path is a local repository (a work tree or a bare repository). When
-	// set, it is used for every binding and nothing is cloned.
+	// set, it is used for every binding's own repository; only the
+	// repositories a GitRepository includes are cloned.
 	Path string
 	// URL is the repository to clone when Path is empty; All takes it
 	// from each binding's spec.source.repository.

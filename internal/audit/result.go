@@ -39,6 +39,9 @@ type Result struct {
 	Server string `json:"server,omitempty"`
 	// RecordedCommit is the commit the binding names.
 	RecordedCommit string `json:"recordedCommit,omitempty"`
+	// Artifact is the digest of the OCI artifact the binding was applied
+	// from; RecordedCommit and Repository are then its git origin.
+	Artifact string `json:"artifact,omitempty"`
 	// OriginCommit is the oldest commit of the unbroken first-parent run,
 	// ending at the recorded commit, that renders the same decision digest.
 	// Set when Verified.

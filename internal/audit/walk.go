@@ -19,6 +19,7 @@ type walk struct {
 	renderer  *renderer
 	recipe    recipe
 	binding   *embedopsv1.ModelCacheBinding
+	layout    *layout
 	dir       string
 	namespace string
 	// rendersBefore is the renderer's count when the walk began.
@@ -33,10 +34,15 @@ type evaluation struct {
 	err error
 }
 
-// walk starts evaluating a binding in a repository with a recipe.
-func (a *auditor) walk(repo *git.Repository, binding *embedopsv1.ModelCacheBinding, rc recipe) *walk {
+// walk starts evaluating a binding in a repository with a recipe, each
+// commit laid out as its artifact when lay is set (with a renderer of its
+// own, over the included repositories too).
+func (a *auditor) walk(repo *git.Repository, binding *embedopsv1.ModelCacheBinding, rc recipe, lay *layout) *walk {
 	r, ok := a.renderers[repo]
-	if !ok {
+	switch {
+	case lay != nil:
+		r = newRenderer(newObjects(lay.storer))
+	case !ok:
 		r = newRenderer(newObjects(repo.Storer))
 		a.renderers[repo] = r
 	}
@@ -44,6 +50,7 @@ func (a *auditor) walk(repo *git.Repository, binding *embedopsv1.ModelCacheBindi
 		renderer:      r,
 		recipe:        rc,
 		binding:       binding,
+		layout:        lay,
 		dir:           renderDir(binding.Spec.Source.Path),
 		namespace:     defaultNamespace(binding, rc),
 		rendersBefore: r.renders,
@@ -75,6 +82,11 @@ func (w *walk) evaluate(commit *object.Commit) evaluation {
 	root, err := object.GetTree(w.renderer.objects.storer, commit.TreeHash)
 	if err != nil {
 		return evaluation{err: fmt.Errorf("%w: reading the tree of commit %s: %w", errRepository, commit.Hash, err)}
+	}
+	if w.layout != nil {
+		if root, err = w.layout.apply(root); err != nil {
+			return evaluation{err: err}
+		}
 	}
 	built := w.renderer.render(root, w.dir, w.recipe)
 	if ev, ok := w.seen[built]; ok {

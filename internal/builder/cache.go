@@ -37,8 +37,14 @@ type Cache struct {
 	// TemplateName is the PerReplica volumeClaimTemplates entry; it carries
 	// the decision digest, so a new decision gives new claims.
 	TemplateName string
-	// ClaimName is the Shared ReadWriteMany claim of the binding.
+	// ClaimName is the Shared ReadWriteMany claim of the binding, or the
+	// user's claim when Existing.
 	ClaimName string
+	// Existing: ClaimName is spec.cache.existingClaim, a Shared cache the
+	// user filled and owns. Every pod mounts it read-only; the Job
+	// PopulateJob builds only verifies it (--verify-only), offline; TEI runs
+	// the spec's revision, never a pinned commit (see pinnedCommit).
+	Existing bool
 	// StorageClassName is the PerReplica claims' StorageClass; empty means
 	// the cluster default.
 	StorageClassName string
@@ -75,6 +81,9 @@ func (c *Cache) validate() error {
 	var problems []string
 	switch c.Mode {
 	case embedopsv1.CacheModePerReplica:
+		if c.Existing {
+			problems = append(problems, "existing must be false: an existing claim is mounted as a Shared one")
+		}
 		problems = append(problems, dnsLabel("templateName", c.TemplateName)...)
 		problems = append(problems, unset("claimName", c.ClaimName)...)
 		if c.Size.Sign() <= 0 {
@@ -87,6 +96,9 @@ func (c *Cache) validate() error {
 		problems = append(problems, dnsSubdomain("claimName", c.ClaimName)...)
 		problems = append(problems, unset("templateName", c.TemplateName)...)
 	case embedopsv1.CacheModeNone:
+		if c.Existing {
+			problems = append(problems, "existing must be false")
+		}
 		problems = append(problems, unset("templateName", c.TemplateName)...)
 		problems = append(problems, unset("claimName", c.ClaimName)...)
 		problems = append(problems, unset("populatorImage", c.PopulatorImage)...)
@@ -178,7 +190,12 @@ func (c *Cache) Populated() bool {
 // pinnedCommit is the commit TEI and the populator run on, once a
 // populator recorded one; "" otherwise.
 func (c *Cache) pinnedCommit() string {
-	if !c.Populated() {
+	if !c.Populated() || c.Existing {
+		// An existing claim is read-only and the user's: nothing writes the
+		// refs/<commit> TEI's hf-hub would need to find the snapshot by
+		// its commit (hf-hub src/lib.rs, CacheRepo::get reads
+		// refs/<revision>), so TEI runs the revision the verify Job found
+		// in refs.
 		return ""
 	}
 	return c.ResolvedCommit
@@ -194,7 +211,13 @@ func (c *Cache) volumeName() string {
 
 // volumeMount mounts the cache at CacheMountPath.
 func (c *Cache) volumeMount() corev1.VolumeMount {
-	return corev1.VolumeMount{Name: c.volumeName(), MountPath: CacheMountPath}
+	return corev1.VolumeMount{Name: c.volumeName(), MountPath: CacheMountPath, ReadOnly: c.readOnly()}
+}
+
+// readOnly reports whether the cache is mounted read-only: an existing
+// claim is the user's data, and neither TEI nor the verify Job writes it.
+func (c *Cache) readOnly() bool {
+	return c != nil && c.Existing
 }
 
 // podVolumes are the pod's cache volumes; a PerReplica cache has none, its
@@ -205,7 +228,10 @@ func (c *Cache) podVolumes() []corev1.Volume {
 		return []corev1.Volume{{
 			Name: CacheVolumeName,
 			VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.ClaimName},
+				// ReadOnly forces every mount of the claim read-only
+				// (k8s.io/api core/v1 types.go,
+				// PersistentVolumeClaimVolumeSource.ReadOnly).
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.ClaimName, ReadOnly: c.readOnly()},
 			},
 		}}
 	case embedopsv1.CacheModeNone:

@@ -19,6 +19,11 @@
 //     weights whatever the branch does, and /info's model_sha is that commit.
 //     TEI gets no HF_HUB_OFFLINE, which it never reads: hf-hub finds the
 //     populated files through refs/<revision>.
+//   - A Cache that is Existing (spec.cache.existingClaim) is the user's
+//     claim: mounted read-only by every pod, never templated, labelled or
+//     written; its Job (PopulateJob) only verifies it, offline, with no
+//     environment; TEI runs the spec's revision on it, never a pinned
+//     commit, since nothing writes refs/<commit> there.
 //   - Every TEI container parses under TEI's own command line
 //     (internal/tei, router/src/main.rs of the pinned tag): the token as
 //     HF_TOKEN only, the image's CMD --json-output kept, --hostname the

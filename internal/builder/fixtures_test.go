@@ -81,6 +81,11 @@ func sharedCache(claimName, size string) *builder.Cache {
 	}
 }
 
+// existingCache is a spec.cache.existingClaim as the controller passes it.
+func existingCache(claim string) *builder.Cache {
+	return &builder.Cache{Mode: embedopsv1.CacheModeShared, ClaimName: claim, Existing: true}
+}
+
 // embeddingContainer returns the TEI container of a pod template.
 func embeddingContainer(template corev1.PodTemplateSpec) corev1.Container {
 	for _, c := range template.Spec.Containers {

@@ -58,7 +58,9 @@ func PopulateJobName(binding string) string {
 // controller creates the Job and never updates it.
 //
 // A PerReplica binding's Job only resolves the revision (ResolvesFirst):
-// `--resolve-only`, on no volume.
+// `--resolve-only`, on no volume. An existing claim's Job only verifies
+// it (verifyContainer): `--verify-only`, on the claim mounted read-only,
+// placed as the server's pods are so it reaches the volume where they do.
 func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, cache *Cache, facts Facts) (*batchv1.Job, error) {
 	if !cache.Populated() {
 		return nil, fmt.Errorf("%w: a populate Job needs a cache with a populator image", errInvalidCache)
@@ -70,8 +72,12 @@ func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCa
 	labels := map[string]string{embedopsv1.PopulatesLabel: binding.Name}
 	container := populateContainer(server, cache, []string{"--all-backends"})
 	spec := populatePodSpec(&serverPod.Spec, container, cache, server)
-	if cache.mode() == embedopsv1.CacheModePerReplica {
+	switch {
+	case cache.mode() == embedopsv1.CacheModePerReplica:
 		spec = resolvePodSpec(&serverPod.Spec, resolveContainer(server, cache), server)
+	case cache.Existing:
+		spec = populatePodSpec(&serverPod.Spec, verifyContainer(server, cache), cache, server)
+		spec.Volumes = cache.podVolumes() // the claim alone: it reaches no hub, so it needs no CA bundle.
 	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},

@@ -100,6 +100,29 @@ func resolveContainer(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.C
 	return container
 }
 
+// verifyContainer runs `embedops populate --verify-only` on an existing
+// claim: it checks, as TEI's hf-hub will look the files up
+// (refs/<revision> -> snapshots/<commit>/<file>, hf-hub src/lib.rs
+// CacheRepo::get), that the claim holds what the server's image reads, and
+// writes the commit it found, or what is missing, to its termination
+// message. It gets no environment: no token, no hub endpoint, no proxy, so
+// it needs no network and a token Secret is never mounted for it. The
+// claim is mounted read-only (Cache.readOnly).
+func verifyContainer(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Container {
+	container := populateContainer(server, cache, nil)
+	container.Command = []string{
+		"/embedops", "populate",
+		"--model", server.Spec.Model.Name,
+		"--revision", revision(server),
+		"--image", image(server),
+		"--dir", CacheMountPath, "--verify-only",
+		"--termination-log", TerminationLogPath,
+	}
+	container.Env = nil
+	container.VolumeMounts = []corev1.VolumeMount{cache.volumeMount()}
+	return container
+}
+
 // downloaderEnv is what the downloader reads of TEI's environment: HF_TOKEN
 // from its Secret, SSL_CERT_FILE for the CA bundle, and the spec.env
 // variables that say where the hub is and how to reach it

@@ -54,6 +54,11 @@ func exampleServers(t *testing.T) []*embedopsv1.EmbeddingServer {
 // cachesFor are the caches the controller may give server: its mode
 // without a populator, with one before and after it recorded a commit.
 func cachesFor(server *embedopsv1.EmbeddingServer) []*builder.Cache {
+	if claim := server.Spec.Cache.ExistingClaim; claim != "" {
+		verified := withPopulator(existingCache(claim), "p:1")
+		verified.ResolvedCommit = commit
+		return []*builder.Cache{existingCache(claim), withPopulator(existingCache(claim), "p:1"), verified}
+	}
 	switch server.Spec.Cache.Mode {
 	case embedopsv1.CacheModeNone:
 		return []*builder.Cache{nil}

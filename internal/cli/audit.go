@@ -124,7 +124,7 @@ func repositoryOptions(opts auditOptions, getenv func(string) string) (audit.Rep
 		return audit.RepositoryOptions{}, err
 	}
 	repos := audit.RepositoryOptions{Path: opts.repo, CacheDir: opts.cacheDir, Credentials: creds}
-	if repos.Path == "" && repos.CacheDir == "" {
+	if repos.CacheDir == "" { // with --repo too: included repositories are cloned
 		dir, err := audit.DefaultCacheDir()
 		if err != nil {
 			return repos, err

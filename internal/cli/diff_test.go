@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/audit/audittest"
 	"github.com/embedops/embedops/internal/decision"
 )
@@ -280,4 +282,10 @@ func TestDiffSummaryCountsEachDecisionOnce(t *testing.T) {
 	}})
 	g.Expect(summary.Create).To(Equal(1))
 	g.Expect(summary.DownloadBytes).To(HaveValue(Equal(int64(10))))
+}
+
+func TestDiffNamesAnExistingClaimAsTheCache(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(cacheOf(embedopsv1.CacheDecision{Mode: embedopsv1.CacheModeShared, ExistingClaim: "models"})).To(Equal("existing claim models"))
+	g.Expect(cacheOf(embedopsv1.CacheDecision{Mode: embedopsv1.CacheModeShared, Size: resource.MustParse("20Gi"), StorageClassName: "fast"})).To(Equal("Shared 20Gi fast"))
 }

@@ -135,8 +135,11 @@ func isFullCommit(revision string) bool {
 }
 
 // cacheOf is the mode, size and class of a decision; no class means the
-// cluster's default.
+// cluster's default. An existing claim is named instead.
 func cacheOf(d embedopsv1.CacheDecision) string {
+	if d.ExistingClaim != "" {
+		return "existing claim " + d.ExistingClaim
+	}
 	return strings.TrimSpace(fmt.Sprintf("%s %s %s", d.Mode, d.Size.String(), d.StorageClassName))
 }
 

@@ -24,6 +24,7 @@ type populateOptions struct {
 	image          string
 	allBackends    bool
 	resolveOnly    bool
+	verifyOnly     bool
 	verify         string
 	output         string
 	terminationLog string
@@ -37,7 +38,7 @@ type terminationMessage struct {
 func newPopulateCommand() *cobra.Command {
 	opts := populateOptions{}
 	cmd := &cobra.Command{
-		Use:   "populate --model MODEL (--dir DIR | --resolve-only)",
+		Use:   "populate --model MODEL (--dir DIR [--verify-only] | --resolve-only)",
 		Short: "Download a model from the HuggingFace hub into a TEI cache directory",
 		Long: "populate downloads a model repository at a revision into DIR in the cache layout TEI reads\n" +
 			"(HUGGINGFACE_HUB_CACHE), verifying every file against the hub's listing, and records what it\n" +
@@ -52,6 +53,9 @@ func newPopulateCommand() *cobra.Command {
 			"metadata request, as in huggingface_hub. The proxy is $HTTPS_PROXY, $HTTP_PROXY and $NO_PROXY (or\n" +
 			"their lowercase forms), and the certificate authorities the system's, replaced by the bundle in\n" +
 			"$SSL_CERT_FILE and the directories in $SSL_CERT_DIR when they are set.\n\n" +
+			"With --verify-only it downloads and writes nothing and asks no hub: it checks that DIR, a cache the\n" +
+			"user filled, holds the model as TEI finds it (refs/REVISION holding a commit, snapshots/COMMIT with\n" +
+			"the files TEI reads) and fails naming what is missing.\n\n" +
 			"It prints the resolved commit, the content digest, and the number of files and bytes, and writes\n" +
 			"the same JSON to --termination-log (or {\"error\": ...} on failure). Progress goes to standard error.",
 		Args: cobra.NoArgs,
@@ -67,6 +71,8 @@ func newPopulateCommand() *cobra.Command {
 		"download what any TEI backend reads (ONNX Runtime, candle, python), whatever --image says: for a cache servers running different images share")
 	cmd.Flags().BoolVar(&opts.resolveOnly, "resolve-only", false,
 		"only ask the hub which commit --revision names and print that: no --dir, nothing downloaded (the controller pins a new server's replicas to one commit with it)")
+	cmd.Flags().BoolVar(&opts.verifyOnly, "verify-only", false,
+		"only check that --dir already holds the model at --revision, offline and read-only (the controller checks a spec.cache.existingClaim with it)")
 	cmd.Flags().StringVar(&opts.verify, "verify", string(populate.VerifySizes),
 		"how to check a snapshot the cache holds: sizes (no file is read) or full (every file is hashed)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputJSON, "output format: json or yaml")
@@ -109,6 +115,9 @@ func populateWith(ctx context.Context, stderr io.Writer, getenv func(string) str
 	if (opts.dir == "") != opts.resolveOnly {
 		return nil, usageErrorf("give either --dir, the cache to fill, or --resolve-only")
 	}
+	if opts.verifyOnly && opts.dir == "" {
+		return nil, usageErrorf("--verify-only checks the cache in --dir")
+	}
 	options, err := populate.EnvOptions(getenv)
 	if err != nil {
 		return nil, err
@@ -118,6 +127,9 @@ func populateWith(ctx context.Context, stderr io.Writer, getenv func(string) str
 	options.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	if opts.resolveOnly {
 		return populate.Resolve(ctx, options)
+	}
+	if opts.verifyOnly {
+		return populate.VerifyOffline(ctx, options)
 	}
 	return populate.Run(ctx, options)
 }

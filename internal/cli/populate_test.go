@@ -127,6 +127,7 @@ func TestPopulateReportsBadInput(t *testing.T) {
 		{"no model", []string{"populate", "--dir", "d"}, `required flag(s) "model" not set`, false},
 		{"no directory", []string{"populate", "--model", "org/m"}, "give either --dir, the cache to fill, or --resolve-only", true},
 		{"directory and resolve only", []string{"populate", "--model", "org/m", "--dir", "d", "--resolve-only"}, "give either --dir", true},
+		{"verify only without a directory", []string{"populate", "--model", "org/m", "--resolve-only", "--verify-only"}, "--verify-only checks the cache in --dir", true},
 		{"unknown format", []string{"populate", "--model", "org/m", "--dir", "d", "-o", "xml"}, `unknown output format "xml"`, true},
 		{"invalid model", []string{"populate", "--model", "../m", "--dir", "d"}, `invalid model "../m"`, false},
 		{"unknown verification", []string{"populate", "--model", "org/m", "--dir", "d", "--verify", "quick"}, `--verify: invalid verification "quick": want sizes or full`, true},
@@ -265,4 +266,38 @@ func TestPopulateResolveOnlyRecordsTheCommitAndDownloadsNothing(t *testing.T) {
 	g.Expect(decodeStrict(g, logged).ResolvedCommit).To(Equal(commit))
 	g.Expect(hub.Requests()).To(ConsistOf(HaveField("Authorization", "Bearer hf_cli_secret")),
 		"one request, the revision's, with the token")
+}
+
+func TestPopulateVerifyOnlyChecksAFilledCacheOffline(t *testing.T) {
+	g := NewWithT(t)
+	hub := hubtest.New(t)
+	commit := hub.AddCommit("org/m", "main",
+		hubtest.File{Name: "config.json", Data: []byte(`{"model_type": "bert"}`)},
+		hubtest.File{Name: "tokenizer.json", Data: []byte(`{}`)},
+		hubtest.File{Name: "model.safetensors", Data: bytes.Repeat([]byte("weights!"), 64), LFS: true})
+	t.Setenv(populate.EnvEndpoint, hub.URL)
+	dir := t.TempDir()
+	_, _, err := runCLI("", "populate", "--model", "org/m", "--dir", dir)
+	g.Expect(err).NotTo(HaveOccurred(), "the user fills the cache")
+	before := len(hub.Requests())
+	terminationLog := filepath.Join(t.TempDir(), "termination-log")
+
+	out, _, err := runCLI("", "populate", "--model", "org/m", "--revision", "main", "--dir", dir, "--verify-only",
+		"--termination-log", terminationLog)
+
+	g.Expect(err).NotTo(HaveOccurred())
+	result := decodeStrict(g, []byte(out))
+	g.Expect(result.ResolvedCommit).To(Equal(commit))
+	g.Expect(result.Names).To(ContainElements("config.json", "tokenizer.json", "model.safetensors"))
+	logged, err := os.ReadFile(terminationLog)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decodeStrict(g, logged).ResolvedCommit).To(Equal(commit))
+	g.Expect(hub.Requests()).To(HaveLen(before), "no request reaches the hub")
+
+	_, _, err = runCLI("", "populate", "--model", "org/m", "--revision", "v2", "--dir", dir, "--verify-only",
+		"--termination-log", terminationLog)
+	g.Expect(err).To(MatchError(ContainSubstring("no models--org--m/refs/v2")))
+	logged, err = os.ReadFile(terminationLog)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(logged)).To(ContainSubstring(`"error":"the model is not in the cache: no models--org--m/refs/v2`))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,6 +48,9 @@ type claimTrace struct {
 	Name   string `json:"name"`
 	Phase  string `json:"phase"`
 	Volume string `json:"volume,omitempty"`
+	// Existing marks the user's spec.cache.existingClaim: recorded, not
+	// owned, never deleted.
+	Existing bool `json:"existing,omitempty"`
 }
 
 func newTraceCommand() *cobra.Command {
@@ -131,16 +135,21 @@ func traceBinding(ctx context.Context, c client.Client, binding *embedopsv1.Mode
 		Name: binding.Name, Phase: string(binding.Status.Phase), InUse: inUse, Mode: d.Mode, Size: d.Size.String(),
 		Class: d.StorageClassName, Digest: d.Digest, Source: binding.Spec.Source, Realized: binding.Status.Realized,
 	}
-	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
+	names := binding.Spec.Resources.PersistentVolumeClaimNames
+	if d.ExistingClaim != "" {
+		names = append(slices.Clone(names), d.ExistingClaim)
+	}
+	for _, name := range names {
+		existing := name == d.ExistingClaim
 		claim := &corev1.PersistentVolumeClaim{}
 		err := c.Get(ctx, client.ObjectKey{Namespace: binding.Namespace, Name: name}, claim)
 		switch {
 		case apierrors.IsNotFound(err):
-			traced.Claims = append(traced.Claims, claimTrace{Name: name, Phase: "Absent"})
+			traced.Claims = append(traced.Claims, claimTrace{Name: name, Phase: "Absent", Existing: existing})
 		case err != nil:
 			return traced, fmt.Errorf("reading claim %s/%s: %w", binding.Namespace, name, err)
 		default:
-			traced.Claims = append(traced.Claims, claimTrace{Name: name, Phase: string(claim.Status.Phase), Volume: claim.Spec.VolumeName})
+			traced.Claims = append(traced.Claims, claimTrace{Name: name, Phase: string(claim.Status.Phase), Volume: claim.Spec.VolumeName, Existing: existing})
 		}
 	}
 	return traced, nil
@@ -162,12 +171,19 @@ func printTrace(out io.Writer, trace *serverTrace) {
 			use = "in use"
 		}
 		class := b.Class
-		if class == "" {
+		switch {
+		case slices.ContainsFunc(b.Claims, func(c claimTrace) bool { return c.Existing }):
+			class = "(existing claim)"
+		case class == "":
 			class = "(default class)"
 		}
 		fmt.Fprintf(out, "%s ModelCacheBinding %s  %s, %s  %s %s %s\n", branch, b.Name, b.Phase, use, b.Mode, b.Size, class)
 		for _, claim := range b.Claims {
-			fmt.Fprintf(out, "%s├─ claim %s  %s  volume %s\n", indent, claim.Name, claim.Phase, orNone(claim.Volume))
+			note := ""
+			if claim.Existing {
+				note = "  (existingClaim: not owned, never deleted)"
+			}
+			fmt.Fprintf(out, "%s├─ claim %s  %s  volume %s%s\n", indent, claim.Name, claim.Phase, orNone(claim.Volume), note)
 		}
 		fmt.Fprintf(out, "%s└─ source %s%s  revision %s\n", indent, b.Source.Method, objectRef(b.Source.ObjectRef), orNone(b.Source.Revision))
 		if b.Source.Commit != "" {

@@ -113,3 +113,26 @@ func boundClaim(t *testing.T, g *WithT, c client.Client, namespace, name, volume
 	claim.Status.Phase = corev1.ClaimBound
 	g.Expect(c.Status().Update(t.Context(), claim)).To(Succeed())
 }
+
+func TestTraceShowsAnExistingClaimAsNotOwned(t *testing.T) {
+	g := NewWithT(t)
+	env, kubeconfig := reconciledCluster(t)
+	c := env.Client
+	namespace := harness.Namespace(t, c)
+	boundClaim(t, g, c, namespace, "models", "pv-user")
+	server := fixtures.EmbeddingServer(namespace, "byov", fixtures.WithExistingClaim("models"))
+	g.Expect(c.Create(t.Context(), server)).To(Succeed())
+	binding := boundBinding(t, g, c, server, "")
+
+	out, _, err := runCLI("", "trace", namespace+"/byov", "--kubeconfig", kubeconfig, "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred())
+	var trace serverTrace
+	g.Expect(json.Unmarshal([]byte(out), &trace)).To(Succeed())
+	g.Expect(trace.Bindings).To(ConsistOf(And(HaveField("Name", binding.Name),
+		HaveField("Claims", Equal([]claimTrace{{Name: "models", Phase: "Bound", Volume: "pv-user", Existing: true}})))))
+
+	table, _, err := runCLI("", "trace", "byov", "-n", namespace, "--kubeconfig", kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(table).To(ContainSubstring("ModelCacheBinding " + binding.Name + "  Active, in use  Shared 0 (existing claim)"))
+	g.Expect(table).To(ContainSubstring("claim models  Bound  volume pv-user  (existingClaim: not owned, never deleted)"))
+}

@@ -23,9 +23,10 @@ import (
 // any child is applied, because its pods could only fail (the kubelet
 // cannot start a container whose Secret key is missing,
 // CreateContainerConfigError, nor mount a missing ConfigMap or Secret
-// volume, FailedMount). Secrets are not watched (they
-// are not cached at all), so the stalled server polls for the Secret every
-// progress interval, as kustomize-controller polls for a dependency
+// volume, FailedMount); so does a spec.cache.existingClaim that does not
+// exist or is not Bound (existingClaimProblem). Secrets and the user's
+// claims are not watched (they are not cached at all), so the stalled
+// server polls for them every progress interval, as kustomize-controller polls for a dependency
 // (its --requeue-dependency, 30s by default).
 func (r *EmbeddingServerReconciler) reconcileAccepted(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
@@ -50,8 +51,38 @@ func (r *EmbeddingServerReconciler) reconcileAccepted(ctx context.Context, scope
 			return r.refuseReference(scope, embedopsv1.CABundleNotFoundReason, problem), nil
 		}
 	}
+	if claim := server.Spec.Cache.ExistingClaim; claim != "" {
+		reason, problem, err := r.existingClaimProblem(ctx, server.Namespace, claim)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if problem != "" {
+			return r.refuseReference(scope, reason, problem), nil
+		}
+	}
 	conditions.MarkTrue(server, embedopsv1.AcceptedCondition, embedopsv1.ValidReason, "the spec is valid and its references resolve")
 	return ctrl.Result{}, nil
+}
+
+// existingClaimProblem says why spec.cache.existingClaim cannot be mounted
+// yet, with its reason, or "" when it exists and is Bound: a pod on a
+// missing claim is never scheduled, and one on a Pending claim waits for a
+// volume (kube-scheduler VolumeBinding plugin), so the server stalls
+// before any child or verify Job is made. Read uncached: the cache holds
+// only the claims embedops labels, and the user's is not one of them.
+func (r *EmbeddingServerReconciler) existingClaimProblem(ctx context.Context, namespace, name string) (string, string, error) {
+	claim := &corev1.PersistentVolumeClaim{}
+	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, claim)
+	switch {
+	case apierrors.IsNotFound(err):
+		return embedopsv1.ClaimNotFoundReason, fmt.Sprintf("cache.existingClaim %s/%s does not exist: create it, filled with the model, or remove existingClaim", namespace, name), nil
+	case err != nil:
+		return "", "", fmt.Errorf("reading cache.existingClaim %s/%s: %w", namespace, name, err)
+	case claim.Status.Phase != corev1.ClaimBound:
+		phase := cmp.Or(string(claim.Status.Phase), "without a phase")
+		return embedopsv1.ClaimNotBoundReason, fmt.Sprintf("cache.existingClaim %s/%s is %s, not Bound: no pod can mount it until it is bound to a volume holding the model", namespace, name, phase), nil
+	}
+	return "", "", nil
 }
 
 // tokenProblem says what is wrong with the token Secret, or "" when it has the

@@ -14,6 +14,9 @@ import (
 // populate init container when populatorImage is set.
 func cacheOf(d *decision.Decision, binding *embedopsv1.ModelCacheBinding, populatorImage string) *builder.Cache {
 	storage := decision.StorageName(binding)
+	if claim := d.Decision.ExistingClaim; claim != "" {
+		return &builder.Cache{Mode: embedopsv1.CacheModeShared, Binding: storage, ClaimName: claim, Existing: true, PopulatorImage: populatorImage}
+	}
 	if d.Decision.Mode == embedopsv1.CacheModeShared {
 		return &builder.Cache{Mode: embedopsv1.CacheModeShared, Binding: storage, ClaimName: storage, PopulatorImage: populatorImage}
 	}

@@ -49,7 +49,7 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 	case embedopsv1.CacheModeShared:
 		if realized := binding.Status.Realized; realized != nil && realized.ResolvedCommit != "" {
 			conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
-				"model commit %s is in the shared cache %s", realized.ResolvedCommit, cache.ClaimName)
+				"model commit %s is in %s", realized.ResolvedCommit, cacheDescription(cache))
 			return ctrl.Result{}, nil
 		}
 	case embedopsv1.CacheModePerReplica:
@@ -91,10 +91,23 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 // jobCreatedMessage is the event of a new populate Job.
 func jobCreatedMessage(scope *serverScope, job string) string {
 	model := scope.server.Spec.Model.Name
-	if scope.cache.Mode == embedopsv1.CacheModePerReplica {
+	switch {
+	case scope.cache.Mode == embedopsv1.CacheModePerReplica:
 		return fmt.Sprintf("created Job %s to resolve %s at %s on the hub before the pods start", job, model, builder.ServedRevision(scope.server, scope.cache))
+	case scope.cache.Existing:
+		return fmt.Sprintf("created Job %s to verify, offline, that the existing claim %s holds %s at %s before the pods start",
+			job, scope.cache.ClaimName, model, builder.ServedRevision(scope.server, scope.cache))
 	}
 	return fmt.Sprintf("created Job %s to download %s into the shared cache %s", job, model, scope.cache.ClaimName)
+}
+
+// cacheDescription names a Shared cache in messages: the binding's claim,
+// or the user's existing one.
+func cacheDescription(cache *builder.Cache) string {
+	if cache.Existing {
+		return "the existing claim " + cache.ClaimName
+	}
+	return "the shared cache " + cache.ClaimName
 }
 
 // runningJobMessage says what the running populate Job does.
@@ -103,6 +116,10 @@ func runningJobMessage(scope *serverScope, job *batchv1.Job) string {
 	if scope.cache.Mode == embedopsv1.CacheModePerReplica {
 		return fmt.Sprintf("populate Job %s is resolving %s at %s on the hub, so every replica starts on one commit",
 			job.Name, model.Name, builder.ServedRevision(scope.server, scope.cache))
+	}
+	if scope.cache.Existing {
+		return fmt.Sprintf("verify Job %s is checking that the existing claim %s holds %s at %s",
+			job.Name, scope.cache.ClaimName, model.Name, builder.ServedRevision(scope.server, scope.cache))
 	}
 	return fmt.Sprintf("populate Job %s is downloading %s into the shared cache %s", job.Name, model.Name, scope.cache.ClaimName)
 }
@@ -170,22 +187,34 @@ func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *
 		return ctrl.Result{}, nil
 	}
 	conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
-		"model commit %s is in the shared cache %s", scope.resolvedCommit, scope.cache.ClaimName)
+		"model commit %s is in %s", scope.resolvedCommit, cacheDescription(scope.cache))
 	return ctrl.Result{}, nil
 }
 
 // retryFailedJob reports the failure and holds the server; once the Job has
 // failed for populateRetryAfter it is deleted, so the next reconcile runs it
-// again.
+// again. A failed verify Job of an existing claim stalls the server as
+// ModelNotInClaim: the claim lacks the model, which only its user can fix.
 func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *serverScope, job *batchv1.Job, detail string) (ctrl.Result, error) {
 	before := conditions.Get(scope.server, embedopsv1.ModelReadyCondition)
-	message := fmt.Sprintf("populate Job %s failed: %s", job.Name, detail)
-	r.holdForPopulate(scope, embedopsv1.DownloadFailedReason, message)
-	if err := r.ledger.ReportPopulate(ctx, scope.binding, embedopsv1.DownloadFailedReason, message); err != nil {
+	reason, message := embedopsv1.DownloadFailedReason, fmt.Sprintf("populate Job %s failed: %s", job.Name, detail)
+	if scope.cache.Existing {
+		reason = embedopsv1.ModelNotInClaimReason
+		message = fmt.Sprintf("the existing claim %s does not hold %s at %s (verify Job %s): %s",
+			scope.cache.ClaimName, scope.server.Spec.Model.Name, builder.ServedRevision(scope.server, scope.cache), job.Name, detail)
+	}
+	r.holdForPopulate(scope, reason, message)
+	if scope.cache.Existing {
+		// Only a human can fill the claim: Stalled, and verified again
+		// below once the failed Job is old enough.
+		conditions.MarkStalled(scope.server, reason, "%s", message)
+		scope.stalled = true
+	}
+	if err := r.ledger.ReportPopulate(ctx, scope.binding, reason, message); err != nil {
 		return ctrl.Result{}, err
 	}
-	if before == nil || before.Reason != embedopsv1.DownloadFailedReason || before.Message != message {
-		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, embedopsv1.DownloadFailedReason, "Populate", "%s", message)
+	if before == nil || before.Reason != reason || before.Message != message {
+		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, reason, "Populate", "%s", message)
 	}
 	wait := populateRetryAfter - r.now().Sub(jobFinishedAt(job))
 	if wait > 0 && !r.requestChanged(ctx, scope, job) {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -134,4 +135,56 @@ func TestStaleDeclaredRevisionIsReportedNotRecorded(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(warningEvents(t, g, namespace, "tei", embedopsv1.DeclaredRevisionIgnoredReason)).To(HaveLen(1))
 	}).Should(Succeed())
+}
+
+// ociApps creates the OCIRepository "artifacts", whose artifact revision
+// has the given metadata, and the Kustomization "apps" applying ./apps
+// from it.
+func ociApps(t *testing.T, g *WithT, namespace, revision string, metadata map[string]any) {
+	t.Helper()
+	digest := revision[strings.LastIndex(revision, "@")+1:]
+	gitopsObject(t, g, "source.toolkit.fluxcd.io/v1", "OCIRepository", namespace, "artifacts",
+		map[string]any{"spec": map[string]any{"interval": "1m", "url": "oci://127.0.0.1:5000/apps"}},
+		map[string]any{"artifact": map[string]any{"revision": revision, "digest": digest, "path": "p", "url": "http://127.0.0.1/p",
+			"lastUpdateTime": "2026-11-30T12:00:00Z", "metadata": metadata}}, true)
+	gitopsObject(t, g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, "apps",
+		map[string]any{"spec": map[string]any{"interval": "1m", "path": "./apps", "prune": true,
+			"sourceRef": map[string]any{"kind": "OCIRepository", "name": "artifacts"}}},
+		appliedStatus(namespace, revision), true)
+}
+
+func TestBindingRecordsTheGitOriginOfAnOCIArtifact(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	ociApps(t, g, namespace, "latest@"+digest, map[string]any{
+		provenance.OCISourceAnnotation: gitopsRepo, provenance.OCIRevisionAnnotation: "main@sha1:" + gitopsCommit,
+	})
+	server := fixtures.EmbeddingServer(namespace, "tei")
+	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
+	key := createServer(t, g, server)
+
+	source := waitForBinding(t, g, key, "").Spec.Source
+	g.Expect(source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(source.Revision).To(Equal("latest@" + digest))
+	g.Expect(source.Artifact).To(Equal(digest))
+	g.Expect(source.Commit).To(Equal(gitopsCommit))
+	g.Expect(source.Repository).To(Equal(gitopsRepo))
+	waitForCondition(t, g, key, embedopsv1.SourceResolvedCondition, metav1.ConditionTrue, embedopsv1.SourceResolvedReason)
+}
+
+// TestUntraceableOCIArtifactIsRecordedWithItsDigest: an artifact without
+// origin annotations holds nothing up; the binding names its digest.
+func TestUntraceableOCIArtifactIsRecordedWithItsDigest(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	digest := "sha256:" + strings.Repeat("cd", 32)
+	ociApps(t, g, namespace, "latest@"+digest, nil)
+	server := fixtures.EmbeddingServer(namespace, "tei")
+	server.Labels = map[string]string{provenance.FluxNameLabel: "apps", provenance.FluxNamespaceLabel: namespace}
+	key := createServer(t, g, server)
+
+	source := waitForBinding(t, g, key, "").Spec.Source
+	g.Expect(source.Method).To(Equal(embedopsv1.SourceFlux))
+	g.Expect(source.Artifact).To(Equal(digest))
+	g.Expect(source.Commit).To(BeEmpty())
+	waitForCondition(t, g, key, embedopsv1.SourceResolvedCondition, metav1.ConditionFalse, embedopsv1.NotGitSourceReason)
 }

@@ -69,8 +69,12 @@ func PerReplicaClaimNames(template, statefulSet string, replicas int32) []string
 
 // ClaimNamesOf are the claims a binding named name holds for a server of
 // replicas replicas named server: the Shared claim named after the binding,
-// or the PerReplica claims of the current replicas.
+// or the PerReplica claims of the current replicas; none for an existing
+// claim, which the binding records but does not hold.
 func ClaimNamesOf(d *Decision, name, server string, replicas int32) []string {
+	if d.Decision.ExistingClaim != "" {
+		return nil
+	}
 	if d.Decision.Mode == embedopsv1.CacheModeShared {
 		return []string{name}
 	}

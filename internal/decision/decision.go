@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,9 @@ func For(server *embedopsv1.EmbeddingServer) (*Decision, error) {
 	mode, err := cacheMode(server.Spec.Cache.Mode)
 	if err != nil || mode == embedopsv1.CacheModeNone {
 		return nil, err
+	}
+	if server.Spec.Cache.ExistingClaim != "" {
+		return existingClaimDecision(server)
 	}
 	identity, err := identityFor(server, mode)
 	if err != nil {
@@ -197,4 +201,38 @@ func accessModes(mode embedopsv1.CacheMode) []corev1.PersistentVolumeAccessMode 
 		return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 	}
 	return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+}
+
+// ExistingClaimAccessModes are how servers mount an existing claim: every
+// replica, read-only.
+var ExistingClaimAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany}
+
+// existingClaimDecision records spec.cache.existingClaim: Shared (every
+// replica mounts the one claim), shared in the namespace (servers naming
+// the same claim and model share the binding), size 0 (the claim's own,
+// not decided here), ExistingClaimAccessModes, and the claim's name, which
+// the digest covers. The mode, size and class of the spec are not
+// consulted: admission refuses those that contradict the claim, and the
+// schema's defaults say nothing.
+func existingClaimDecision(server *embedopsv1.EmbeddingServer) (*Decision, error) {
+	identity, err := identityFor(server, embedopsv1.CacheModeShared)
+	if err != nil {
+		return nil, err
+	}
+	retainFor, err := retention(server.Spec.Cache.RetainFor)
+	if err != nil {
+		return nil, err
+	}
+	decision := embedopsv1.CacheDecision{
+		Mode:          embedopsv1.CacheModeShared,
+		Size:          resource.MustParse("0"),
+		AccessModes:   slices.Clone(ExistingClaimAccessModes),
+		ReclaimPolicy: embedopsv1.ReclaimPolicyRetain,
+		RetainFor:     retainFor,
+		ExistingClaim: server.Spec.Cache.ExistingClaim,
+	}
+	if decision.Digest, err = Digest(identity, decision); err != nil {
+		return nil, err
+	}
+	return &Decision{Identity: identity, Decision: decision}, nil
 }

@@ -49,6 +49,11 @@ func Digest(identity embedopsv1.CacheIdentity, decision embedopsv1.CacheDecision
 	e.list("accessModes", accessModeSet(decision.AccessModes))
 	e.field("reclaimPolicy", string(decision.ReclaimPolicy))
 	e.field("retainFor", decision.RetainFor.Duration.String())
+	if decision.ExistingClaim != "" {
+		// Only when set, so the digests of every other decision stay as
+		// recorded.
+		e.field("existingClaim", decision.ExistingClaim)
+	}
 	return e.digest(), nil
 }
 
@@ -61,6 +66,9 @@ func recordable(identity embedopsv1.CacheIdentity, decision embedopsv1.CacheDeci
 		return fmt.Errorf("%w: decision mode %q is neither PerReplica nor Shared", ErrInvalidSpec, decision.Mode)
 	case decision.RetainFor.Duration < 0:
 		return fmt.Errorf("%w: decision retainFor %s must not be negative", ErrInvalidSpec, decision.RetainFor.Duration)
+	}
+	if decision.ExistingClaim != "" && decision.Size.IsZero() {
+		return nil // the claim's own size: nothing to check.
 	}
 	if err := sizeInRange(decision.Size); err != nil {
 		return fmt.Errorf("decision size: %w", err)

@@ -263,8 +263,12 @@ func previousRetainFor(before *side, name string) *metav1.Duration {
 }
 
 // copies is how many caches a new decision fills: one per PerReplica
-// replica, one Shared claim.
+// replica, one Shared claim, none for an existing claim (its user filled
+// it; embedops only verifies it).
 func copies(d *decided) int32 {
+	if d.decision.Decision.ExistingClaim != "" {
+		return 0
+	}
 	if d.decision.Decision.Mode == embedopsv1.CacheModeShared {
 		return 1
 	}

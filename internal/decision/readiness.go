@@ -18,11 +18,16 @@ type Readiness struct {
 }
 
 // CacheReadiness is the server's CacheReady condition that a binding and its
-// claims (by name) support: Bound when Active with every claim Bound,
+// claims (by name) support: Bound when Active with every claim Bound (or
+// with an existing claim, which the server checked before binding),
 // Pending otherwise, BindingRetiring once the binding left Active.
 func CacheReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) Readiness {
 	if !IsActive(binding) {
 		return Readiness{metav1.ConditionFalse, embedopsv1.BindingRetiringReason, fmt.Sprintf("binding %s is %s", binding.Name, binding.Status.Phase)}
+	}
+	if existing := binding.Spec.Decision.ExistingClaim; existing != "" {
+		// The server checks the claim is Bound before it binds.
+		return Readiness{metav1.ConditionTrue, embedopsv1.BoundReason, fmt.Sprintf("binding %s records existing claim %s, which it does not own", binding.Name, existing)}
 	}
 	bound, total := boundClaims(binding, claims)
 	message := fmt.Sprintf("binding %s: %d/%d claims bound", binding.Name, bound, total)
@@ -66,12 +71,15 @@ func boundClaims(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev
 }
 
 // ClaimOwnership says why a claim named in a binding is not the binding's to
-// delete, or "" when it is: controlled by the binding (Shared), labelled
-// with its storage name (PerReplica claim templates carry
+// delete, or "" when it is: never the existing claim it records; else when
+// controlled by the binding (Shared), labelled with its storage name (PerReplica claim templates carry
 // embedopsv1.CacheBindingLabel; a successor's are its predecessor's), or,
 // for claims made before that label, carrying the owner labels of the
 // server whose PerReplica sharing domain the binding records.
 func ClaimOwnership(binding *embedopsv1.ModelCacheBinding, claim metav1.Object) string {
+	if existing := binding.Spec.Decision.ExistingClaim; existing != "" && claim.GetName() == existing {
+		return "it is the existingClaim its user filled; the binding records it and never deletes it"
+	}
 	if controller := metav1.GetControllerOfNoCopy(claim); controller != nil {
 		if controller.UID == binding.UID {
 			return ""

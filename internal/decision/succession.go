@@ -33,8 +33,11 @@ func ClaimTemplateNameFor(binding *embedopsv1.ModelCacheBinding) string {
 
 // ClaimNamesFor are the claims a binding holds for a server of replicas
 // replicas named server: its Shared claim, or the PerReplica claims of the
-// current replicas under its claim template.
+// current replicas under its claim template; none for an existing claim.
 func ClaimNamesFor(binding *embedopsv1.ModelCacheBinding, server string, replicas int32) []string {
+	if binding.Spec.Decision.ExistingClaim != "" {
+		return nil // the user's claim is recorded in the decision, never held.
+	}
 	if binding.Spec.Decision.Mode == embedopsv1.CacheModeShared {
 		return []string{StorageName(binding)}
 	}
@@ -54,14 +57,15 @@ func SameStorage(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 
 // SameStoragePart reports whether two decisions have the same storage part,
 // the decision without retainFor: the same identity, mode, class, size,
-// access modes and reclaim policy.
+// access modes, reclaim policy and existing claim.
 func SameStoragePart(a, b *Decision) bool {
 	return a.Identity.Key == b.Identity.Key &&
 		a.Decision.Mode == b.Decision.Mode &&
 		a.Decision.StorageClassName == b.Decision.StorageClassName &&
 		a.Decision.Size.Cmp(b.Decision.Size) == 0 &&
 		equality.Semantic.DeepEqual(accessModeSet(a.Decision.AccessModes), accessModeSet(b.Decision.AccessModes)) &&
-		a.Decision.ReclaimPolicy == b.Decision.ReclaimPolicy
+		a.Decision.ReclaimPolicy == b.Decision.ReclaimPolicy &&
+		a.Decision.ExistingClaim == b.Decision.ExistingClaim
 }
 
 // Supersedable reports whether the server with uid may hand the binding's

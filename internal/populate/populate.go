@@ -183,14 +183,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return p.download(ctx, info)
 }
 
-func newPopulator(opts Options) (*populator, error) {
+// validModelAndRevision checks opts' model and revision, defaulting the
+// revision to DefaultRevision.
+func validModelAndRevision(opts *Options) error {
 	if opts.Revision == "" {
 		opts.Revision = DefaultRevision
 	}
 	if err := validModel(opts.Model); err != nil {
-		return nil, err
+		return err
 	}
-	if err := validRevision(opts.Revision); err != nil {
+	return validRevision(opts.Revision)
+}
+
+func newPopulator(opts Options) (*populator, error) {
+	if err := validModelAndRevision(&opts); err != nil {
 		return nil, err
 	}
 	if opts.Verify == "" {

@@ -57,10 +57,11 @@ func (r *Resolver) flux(ctx context.Context, obj client.Object) (Resolution, boo
 }
 
 // fluxSource fills the source from the Kustomization, its render inputs and
-// its source object.
+// its source object: a GitRepository's URL and what it adds to its
+// artifact, or the git origin of an OCIRepository's artifact.
 func (r *Resolver) fluxSource(ctx context.Context, ks *unstructured.Unstructured, revision string) (Resolution, error) {
 	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
-	repository, err := r.fluxRepositoryURL(ctx, ks)
+	kind, src, err := r.fluxSourceObject(ctx, ks)
 	if err != nil {
 		return Resolution{}, err
 	}
@@ -68,31 +69,41 @@ func (r *Resolver) fluxSource(ctx context.Context, ks *unstructured.Unstructured
 	if err != nil {
 		return Resolution{}, err
 	}
-	source := embedopsv1.DecisionSource{
-		Method: embedopsv1.SourceFlux, Repository: repository, Path: path, ObjectRef: objectRef(ks), Render: render,
+	source := embedopsv1.DecisionSource{Method: embedopsv1.SourceFlux, Path: path, ObjectRef: objectRef(ks), Render: render}
+	where := fmt.Sprintf("Kustomization %s/%s", ks.GetNamespace(), ks.GetName())
+	switch kind {
+	case "OCIRepository":
+		return ociSource(source, ks, src, revision, where), nil
+	case "GitRepository":
+		if src != nil {
+			source.Repository, _, _ = unstructured.NestedString(src.Object, "spec", "url")
+			if render.Source, err = r.gitSourceInputs(ctx, src); err != nil {
+				return Resolution{}, err
+			}
+		}
 	}
-	return withRevision(source, revision, fmt.Sprintf("Kustomization %s/%s", ks.GetNamespace(), ks.GetName())), nil
+	return withRevision(source, revision, where), nil
 }
 
-// fluxRepositoryURL reads spec.url of the Kustomization's GitRepository; an
-// absent source leaves the URL empty rather than failing.
-func (r *Resolver) fluxRepositoryURL(ctx context.Context, ks *unstructured.Unstructured) (string, error) {
+// fluxSourceObject reads the Kustomization's source object; an absent one
+// is nil rather than an error.
+func (r *Resolver) fluxSourceObject(ctx context.Context, ks *unstructured.Unstructured) (string, *unstructured.Unstructured, error) {
 	kind, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "kind")
 	name, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "name")
 	namespace, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "namespace")
-	if kind != "GitRepository" || name == "" {
-		return "", nil
+	if (kind != "GitRepository" && kind != "OCIRepository") || name == "" {
+		return kind, nil, nil
 	}
 	if namespace == "" {
 		namespace = ks.GetNamespace()
 	}
-	gvk := schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: kind}
-	repo, found, err := r.getOptional(ctx, gvk, types.NamespacedName{Namespace: namespace, Name: name})
-	if err != nil || !found {
-		return "", err
-	}
-	url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-	return url, nil
+	src, _, err := r.getOptional(ctx, sourceGVK(kind), types.NamespacedName{Namespace: namespace, Name: name})
+	return kind, src, err
+}
+
+// sourceGVK is a source-controller kind.
+func sourceGVK(kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: kind}
 }
 
 // inFluxInventory reports whether the Kustomization's inventory lists obj.

@@ -120,6 +120,13 @@ func (r *Resolver) finish(res Resolution) Resolution {
 			res.Message = fmt.Sprintf("the render settings exceed %d bytes and are not recorded", embedopsv1.MaxRenderSpecLength)
 		}
 	}
+	if render := res.Source.Render; render != nil && len(render.Source) > embedopsv1.MaxRenderSourceLength {
+		render.Source = ""
+		if res.Reason == "" {
+			res.Reason = embedopsv1.RenderInputsTooLargeReason
+			res.Message = fmt.Sprintf("the GitRepository's includes exceed %d bytes and are not recorded", embedopsv1.MaxRenderSourceLength)
+		}
+	}
 	res.Source.DecidedAt = r.now()
 	return res
 }

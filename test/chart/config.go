@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -45,19 +46,7 @@ func ConfigDefault(root string, prometheus bool) ([]Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build config/default: %w", err)
 	}
-	objects := make([]Object, 0, m.Size())
-	for _, r := range m.Resources() {
-		data, err := r.Map()
-		if err != nil {
-			return nil, err
-		}
-		o, err := normalize(data)
-		if err != nil {
-			return nil, err
-		}
-		objects = append(objects, o)
-	}
-	return objects, nil
+	return objectsOf(m, "")
 }
 
 // enablePrometheus uncomments config/prometheus in config/default.
@@ -80,10 +69,18 @@ func ConfigGrafana(root, namespace string) ([]Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build config/grafana: %w", err)
 	}
+	return objectsOf(m, namespace)
+}
+
+// objectsOf are the normalized objects of a kustomize build, put in
+// namespace unless it is empty.
+func objectsOf(m resmap.ResMap, namespace string) ([]Object, error) {
 	objects := make([]Object, 0, m.Size())
 	for _, r := range m.Resources() {
-		if err := r.SetNamespace(namespace); err != nil {
-			return nil, err
+		if namespace != "" {
+			if err := r.SetNamespace(namespace); err != nil {
+				return nil, err
+			}
 		}
 		data, err := r.Map()
 		if err != nil {

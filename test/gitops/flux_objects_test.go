@@ -33,12 +33,12 @@ func newGitRepository(namespace, name, url string) *unstructured.Unstructured {
 	})
 }
 
-// newKustomization applies serversPath of the GitRepository source into
-// its own namespace, waiting for health with the given healthCheckExprs
-// and pruning what leaves git.
-func newKustomization(namespace, name, source string, healthCheckExprs []any) *unstructured.Unstructured {
+// newKustomization is the Kustomization kustomizationName applying
+// serversPath of the GitRepository source into its own namespace, waiting
+// for health with the given healthCheckExprs and pruning what leaves git.
+func newKustomization(namespace, source string, healthCheckExprs []any) *unstructured.Unstructured {
 	return harness.NewKustomization(harness.KustomizationOptions{
-		Namespace: namespace, Name: name, Source: source, Path: serversPath, TargetNamespace: namespace,
+		Namespace: namespace, Name: kustomizationName, Source: source, Path: serversPath, TargetNamespace: namespace,
 		Timeout: kustomizationTimeout, RetryInterval: 10 * time.Second, HealthCheckExprs: healthCheckExprs,
 	})
 }

@@ -72,7 +72,7 @@ func createRenderedFluxObjects(t *testing.T, namespace, url string) {
 	exprs, err := shippedHealthCheckExprs()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cluster.Client.Create(t.Context(), newGitRepository(namespace, gitRepositoryName, url))).To(Succeed())
-	ks := newKustomization(namespace, kustomizationName, gitRepositoryName, exprs)
+	ks := newKustomization(namespace, gitRepositoryName, exprs)
 	g.Expect(unstructured.SetNestedSlice(ks.Object, []any{
 		map[string]any{"patch": retainPatch, "target": map[string]any{"kind": embedopsv1.EmbeddingServerKind}},
 	}, "spec", "patches")).To(Succeed())

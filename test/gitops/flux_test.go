@@ -126,7 +126,7 @@ func createFluxObjects(t *testing.T, namespace, url string) {
 	exprs, err := shippedHealthCheckExprs()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cluster.Client.Create(t.Context(), newGitRepository(namespace, gitRepositoryName, url))).To(Succeed())
-	g.Expect(cluster.Client.Create(t.Context(), newKustomization(namespace, kustomizationName, gitRepositoryName, exprs))).To(Succeed())
+	g.Expect(cluster.Client.Create(t.Context(), newKustomization(namespace, gitRepositoryName, exprs))).To(Succeed())
 }
 
 // kustomizationKey names the Kustomization in namespace.

@@ -22,7 +22,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -271,7 +270,7 @@ func (n *Node) startKubelet(ctx context.Context, _ NodeOptions) error {
 	if err := n.run(ctx, "kubelet", n.files.kubeletArgs(n.Name), n.probeHTTP(kubeletHealthz, "/healthz", false)); err != nil {
 		return err
 	}
-	return n.poll(ctx, "the node to be Ready", n.nodeReady)
+	return waitFor(ctx, "the node to be Ready", n.nodeReady)
 }
 
 // startServices starts kube-proxy and cluster DNS.
@@ -301,7 +300,7 @@ func (n *Node) startStorage(ctx context.Context, _ NodeOptions) error {
 
 // waitUsable waits for the default ServiceAccount, which pods need.
 func (n *Node) waitUsable(ctx context.Context, _ NodeOptions) error {
-	return n.poll(ctx, "the default ServiceAccount", func(ctx context.Context) error {
+	return waitFor(ctx, "the default ServiceAccount", func(ctx context.Context) error {
 		_, err := n.Clientset.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 		return err
 	})
@@ -319,19 +318,6 @@ func (n *Node) nodeReady(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("node %s is not Ready", n.Name)
-}
-
-// poll retries condition until it returns nil, returning its last error.
-func (n *Node) poll(ctx context.Context, what string, condition func(context.Context) error) error {
-	var last error
-	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-		last = condition(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for %s: %w", what, errors.Join(err, last))
-	}
-	return nil
 }
 
 // run starts a node binary from ./bin inside the node's namespace.

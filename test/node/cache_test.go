@@ -32,24 +32,33 @@ func TestNewPodServesFromCacheWithoutTheHub(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ns := harness.Namespace(t, node.Client)
+	h, server, old := readyServerWithOnePod(t, ns, "offline")
+
+	h.stop(t)
+	g.Expect(node.Client.Delete(t.Context(), &old[0])).To(Succeed())
+	began := time.Now()
+	pod := waitForNewPod(t, ns, old[0].Name, old[0].UID)
+	t.Logf("pod %s Ready %s after the old one was deleted, the hub stopped", pod.Name, time.Since(began).Round(time.Millisecond))
+	got := waitServerReady(t, client.ObjectKeyFromObject(server))
+	commit := h.commits[smallModel]
+	checkServedFromCache(t, got, commit, "")
+	g.Expect(podTEI(pod, got.Spec.Port, "").embed(t, "served from the cache")).To(HaveLen(1))
+}
+
+// readyServerWithOnePod starts a hub of smallModel in ns and a server
+// named name on it, waits until the server is Ready, and returns the hub,
+// the server as applied, and its one pod.
+func readyServerWithOnePod(t *testing.T, ns, name string) (*hub, *embedopsv1.EmbeddingServer, []corev1.Pod) {
+	t.Helper()
 	h := startHub(t, ns, "", hubModel{ID: smallModel})
-	server := newServer("offline", h)
+	server := newServer(name, h)
 	began := time.Now()
 	applyObject(t, ns, serverObject(t, server))
 	got := waitServerReady(t, client.ObjectKeyFromObject(server))
 	logServer(t, got, began)
-	old := serverPods(t, got)
-	g.Expect(old).To(HaveLen(1))
-
-	h.stop(t)
-	g.Expect(node.Client.Delete(t.Context(), &old[0])).To(Succeed())
-	began = time.Now()
-	pod := waitForNewPod(t, ns, old[0].Name, old[0].UID)
-	t.Logf("pod %s Ready %s after the old one was deleted, the hub stopped", pod.Name, time.Since(began).Round(time.Millisecond))
-	got = waitServerReady(t, client.ObjectKeyFromObject(server))
-	commit := h.commits[smallModel]
-	checkServedFromCache(t, got, commit, "")
-	g.Expect(podTEI(pod, got.Spec.Port, "").embed(t, "served from the cache")).To(HaveLen(1))
+	pods := serverPods(t, got)
+	NewWithT(t).Expect(pods).To(HaveLen(1))
+	return h, server, pods
 }
 
 // waitForNewPod waits until the pod name exists under another uid than
@@ -70,14 +79,7 @@ func TestPerReplicaCacheIsWrittenByUID1000ThroughFSGroup(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ns := harness.Namespace(t, node.Client)
-	h := startHub(t, ns, "", hubModel{ID: smallModel})
-	server := newServer("owned", h)
-	began := time.Now()
-	applyObject(t, ns, serverObject(t, server))
-	got := waitServerReady(t, client.ObjectKeyFromObject(server))
-	logServer(t, got, began)
-	pods := serverPods(t, got)
-	g.Expect(pods).To(HaveLen(1))
+	_, _, pods := readyServerWithOnePod(t, ns, "owned")
 	security := pods[0].Spec.SecurityContext
 	g.Expect(*security.RunAsUser).To(BeEquivalentTo(cacheUID))
 	g.Expect(*security.FSGroup).To(BeEquivalentTo(cacheUID))

@@ -156,12 +156,7 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	if err != nil {
 		return nil, false, fmt.Errorf("resolving the source of the cache decision: %w", err)
 	}
-	recorded := d
-	if class, err := storageClassOf(ctx, l.client, d.Decision.StorageClassName); err != nil {
-		ctrl.LoggerFrom(ctx).Info("recording no cluster facts: the StorageClass is not readable", "error", err.Error())
-	} else if class != nil {
-		recorded = decision.WithClusterFacts(d, class.Provisioner, class.Parameters)
-	}
+	recorded := l.withClusterFacts(ctx, d)
 	binding := builder.Binding(server, recorded, name, recordedSource)
 	if predecessor != nil {
 		binding = builder.SuccessorBinding(server, recorded, name, recordedSource, predecessor)
@@ -192,6 +187,24 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 		return nil, false, fmt.Errorf("binding %s belongs to another shard", name)
 	}
 	return existing, false, nil
+}
+
+// withClusterFacts adds the StorageClass's provisioner and parameters to
+// d, when it is readable. An existing claim's decision gets none: the
+// claim is its user's, and no StorageClass was decided.
+func (l *Ledger) withClusterFacts(ctx context.Context, d *decision.Decision) *decision.Decision {
+	if d.Decision.ExistingClaim != "" {
+		return d
+	}
+	class, err := storageClassOf(ctx, l.client, d.Decision.StorageClassName)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("recording no cluster facts: the StorageClass is not readable", "error", err.Error())
+		return d
+	}
+	if class == nil {
+		return d
+	}
+	return decision.WithClusterFacts(d, class.Provisioner, class.Parameters)
 }
 
 // reference adds the server's reference while the binding is Active. The

@@ -16,7 +16,7 @@ import (
 
 // ReportPopulate sets a Shared binding's ModelReady condition to its
 // populate Job's state (Downloading, or DownloadFailed with the pod's
-// error), so `kubectl get modelcachebinding -o yaml` tells why the cache
+// error; ModelNotInClaim when the Job verified an existing claim), so `kubectl get modelcachebinding -o yaml` tells why the cache
 // holds no model without looking for the servers that wait on it. The
 // binding is written only when the condition changes; a new failure is
 // also a Warning event on the binding.
@@ -40,7 +40,7 @@ func (l *Ledger) ReportPopulate(ctx context.Context, binding *embedopsv1.ModelCa
 	if err != nil {
 		return fmt.Errorf("reporting the populate Job: %w", err)
 	}
-	if wrote && reason == embedopsv1.DownloadFailedReason {
+	if wrote && (reason == embedopsv1.DownloadFailedReason || reason == embedopsv1.ModelNotInClaimReason) {
 		l.events.Eventf(binding, nil, corev1.EventTypeWarning, reason, "Populate", "%s", message)
 	}
 	return nil
@@ -66,6 +66,11 @@ func markPopulated(binding *embedopsv1.ModelCacheBinding, realized *embedopsv1.R
 	}
 	if binding.Spec.Decision.Mode != embedopsv1.CacheModeShared {
 		conditions.Delete(binding, embedopsv1.ModelReadyCondition)
+		return
+	}
+	if claim := binding.Spec.Decision.ExistingClaim; claim != "" {
+		conditions.MarkTrue(binding, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
+			"model commit %s is in the existing claim %s", realized.ResolvedCommit, claim)
 		return
 	}
 	conditions.MarkTrue(binding, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,

@@ -61,6 +61,11 @@ func (l *Ledger) pruneHistory(ctx context.Context, binding *embedopsv1.ModelCach
 // with a Warning event when it appears or changes. It never deletes
 // anything.
 func (l *Ledger) reportDrift(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claims []corev1.PersistentVolumeClaim) error {
+	if claim := binding.Spec.Decision.ExistingClaim; claim != "" {
+		conditions.MarkFalse(binding, embedopsv1.ConfigurationDriftCondition, embedopsv1.ValidReason,
+			"existing claim %s is its user's: no StorageClass or size was decided, so none can drift", claim)
+		return nil
+	}
 	class, err := storageClassOf(ctx, l.client, binding.Spec.Decision.StorageClassName)
 	if err != nil {
 		return err

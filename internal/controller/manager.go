@@ -137,12 +137,12 @@ func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions
 	}
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, ledger.Options{
 		HistoryLimit: opts.ModelCacheBinding.HistoryLimit, ReleaseInterval: opts.ModelCacheBinding.ReleaseInterval,
-		ShardKeys: ShardKeys(watch),
+		ShardKeys: ShardKeys(watch), Selector: watch,
 	})
 	if err := (&EmbeddingServerReconciler{}).SetupWithManager(ctx, mgr, recorder, l, opts.EmbeddingServer); err != nil {
 		return fmt.Errorf("setting up the EmbeddingServer reconciler: %w", err)
 	}
-	if err := (&ModelCacheBindingReconciler{}).SetupWithManager(mgr, l); err != nil {
+	if err := (&ModelCacheBindingReconciler{shardKeys: ShardKeys(watch)}).SetupWithManager(mgr, l); err != nil {
 		return fmt.Errorf("setting up the ModelCacheBinding reconciler: %w", err)
 	}
 	return nil

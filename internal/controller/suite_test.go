@@ -77,7 +77,21 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	cacheOptions := CacheOptions(nil)
+	opts := ManagerOptions{
+		EmbeddingServer: EmbeddingServerReconcilerOptions{
+			MaxConcurrentReconciles: 2,
+			ProgressInterval:        5 * time.Second,
+		},
+		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond},
+	}
+	for _, option := range options {
+		option(&opts)
+	}
+	watch, err := WatchSelector(opts.Watch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheOptions := CacheOptions(watch)
 	cacheOptions.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
@@ -98,16 +112,6 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 		t.Fatalf("creating the manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := ManagerOptions{
-		EmbeddingServer: EmbeddingServerReconcilerOptions{
-			MaxConcurrentReconciles: 2,
-			ProgressInterval:        5 * time.Second,
-		},
-		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond},
-	}
-	for _, option := range options {
-		option(&opts)
-	}
 	if err := SetupReconcilers(ctx, mgr, opts); err != nil {
 		cancel()
 		t.Fatalf("setting up the reconcilers: %v", err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,11 @@ type Options struct {
 	// copies them from the server that creates it, and a server uses only
 	// bindings that carry the same, so no shard writes another's binding.
 	ShardKeys []string
+	// Selector is the watch label selector (Flux's --watch-label-selector);
+	// nil selects everything. A binding it does not select is another
+	// shard's: the ledger never reads one uncached into a write, so it
+	// writes only the bindings of its own shard.
+	Selector labels.Selector
 }
 
 // Ledger writes ModelCacheBindings; see the package documentation for the
@@ -52,6 +58,7 @@ type Ledger struct {
 	releaseInterval time.Duration
 	now             func() time.Time
 	shardKeys       []string
+	selector        labels.Selector
 	// left holds the (binding UID, server UID) pairs whose reference this
 	// process removed: the cache may still show such a reference.
 	left sync.Map
@@ -70,7 +77,10 @@ type Ledger struct {
 // uncached with apiReader where a race needs it.
 func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts Options) *Ledger {
 	l := &Ledger{client: c, apiReader: apiReader, events: recorder, historyLimit: opts.HistoryLimit, releaseInterval: opts.ReleaseInterval, now: opts.Now,
-		shardKeys: opts.ShardKeys}
+		shardKeys: opts.ShardKeys, selector: opts.Selector}
+	if l.selector == nil {
+		l.selector = labels.Everything()
+	}
 	if l.historyLimit <= 0 {
 		l.historyLimit = DefaultHistoryLimit
 	}
@@ -81,6 +91,12 @@ func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts 
 		l.now = time.Now
 	}
 	return l
+}
+
+// ours reports whether the binding is of this controller's shard: selected
+// by its watch label selector, as its cache would hold it.
+func (l *Ledger) ours(binding *embedopsv1.ModelCacheBinding) bool {
+	return l.selector.Matches(labels.Set(binding.Labels))
 }
 
 // leftKey identifies a reference this process removed.

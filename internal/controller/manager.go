@@ -20,7 +20,8 @@ import (
 	"github.com/embedops/embedops/internal/controller/ledger"
 )
 
-// LeaderElectionID names the lease the controller replicas compete for.
+// LeaderElectionID names the lease the controller replicas compete for;
+// each shard's replicas compete for a lease of their own (ShardLeaderElectionID).
 const LeaderElectionID = "embedops-controller-leader"
 
 // ManagerOptions configure the controller manager.
@@ -81,7 +82,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Metrics:                       MetricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
-		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionID:              ShardLeaderElectionID(opts.Watch),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: opts.LeaderElection.ReleaseOnCancel,
 		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -37,6 +38,18 @@ func WatchSelector(opts runtimectrl.WatchOptions) (labels.Selector, error) {
 		return nil, fmt.Errorf("parsing --%s %q: %w", WatchLabelSelectorFlag, opts.LabelSelector, err)
 	}
 	return selector, nil
+}
+
+// ShardLeaderElectionID is the lease of the shard --watch-label-selector
+// names: LeaderElectionID suffixed with a digest of the selector, as Flux's
+// controllers derive theirs (kustomize-controller main.go,
+// fluxcd/pkg/runtime/leaderelection.GenerateID), so every shard elects its
+// own leader; LeaderElectionID itself without a selector.
+func ShardLeaderElectionID(opts runtimectrl.WatchOptions) string {
+	if opts.LabelSelector == "" {
+		return LeaderElectionID
+	}
+	return leaderelection.GenerateID(LeaderElectionID, opts.LabelSelector)
 }
 
 // ShardKeys are the labels a binding copies from the server that creates

@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/leaderelection"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -196,4 +199,44 @@ func TestServerMovedWhileBothShardsRunIsReleasedByItsOldShard(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(namesWritten(shard2.writePaths(), "modelcachebindings")).To(ConsistOf(moving.Name))
 	g.Expect(namesWritten(shard1.writePaths(), "modelcachebindings")).To(ConsistOf(old.Name))
+}
+
+func TestWatchSelectorShapesTheShard(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		selector string
+		keys     []string
+		lease    string
+		servers  bool // servers and bindings get a selector of their own
+	}{
+		{name: "unsharded", selector: "", keys: []string{embedopsv1.ShardLabel}, lease: LeaderElectionID},
+		{name: "shard", selector: shard1Selector, keys: []string{embedopsv1.ShardLabel},
+			lease: leaderelection.GenerateID(LeaderElectionID, shard1Selector), servers: true},
+		{name: "default controller", selector: defaultSelector, keys: []string{embedopsv1.ShardLabel},
+			lease: leaderelection.GenerateID(LeaderElectionID, defaultSelector), servers: true},
+		{name: "more keys", selector: shard1Selector + ",team=search", keys: []string{embedopsv1.ShardLabel, "team"},
+			lease: leaderelection.GenerateID(LeaderElectionID, shard1Selector+",team=search"), servers: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			opts := runtimectrl.WatchOptions{LabelSelector: tc.selector}
+			selector, err := WatchSelector(opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ShardKeys(selector)).To(Equal(tc.keys))
+			g.Expect(ShardLeaderElectionID(opts)).To(Equal(tc.lease))
+			byObject := CacheOptions(selector).ByObject
+			for _, obj := range []client.Object{&embedopsv1.EmbeddingServer{}, &embedopsv1.ModelCacheBinding{}} {
+				found := false
+				for key, options := range byObject {
+					if reflect.TypeOf(key) == reflect.TypeOf(obj) {
+						found = true
+						g.Expect(options.Label.String()).To(Equal(selector.String()))
+					}
+				}
+				g.Expect(found).To(Equal(tc.servers), "%T", obj)
+			}
+		})
+	}
+	_, err := WatchSelector(runtimectrl.WatchOptions{LabelSelector: "a=b=c"})
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("--watch-label-selector")))
 }

@@ -58,8 +58,8 @@ func newG(t *testing.T) *WithT {
 
 // startManager runs, until the test ends, a manager that reconciles the
 // namespace with the production cache and client options and the
-// reconcilers of SetupReconcilers, changed by options. Its writes are
-// counted.
+// reconcilers of SetupReconcilers, changed by options (whose Watch shapes
+// the cache as --watch-label-selector does). Its writes are counted.
 func startManager(t *testing.T, namespace string, options ...func(*ManagerOptions)) *writeCounter {
 	t.Helper()
 	return startManagerWrapping(t, namespace, nil, options...)

@@ -167,8 +167,18 @@ run: manifests ## Run the controller against the current kubeconfig.
 
 ##@ Tools
 
+# The previous release's controller, which test/upgrade upgrades from:
+# cmd/controller of the commit test/upgrade/BASELINE names, built from the
+# git history (a full clone) into bin/upgrade/controller-<commit>, so a new
+# baseline is a new file. The test builds it too when it is missing.
+UPGRADE_BASELINE := $(shell sed -n '/^[0-9a-f]\{40\}$$/p' test/upgrade/BASELINE)
+UPGRADE_CONTROLLER := $(BIN)/upgrade/controller-$(UPGRADE_BASELINE)
+
 .PHONY: tools
-tools: check-git node-packages $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
+tools: check-git node-packages $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) $(UPGRADE_CONTROLLER) ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
+
+$(UPGRADE_CONTROLLER):
+	go run ./test/upgrade/baseline
 
 # The audit's clone tests run git-upload-pack (go-git's file transport looks
 # on PATH, then in `git --exec-path`); it comes with git, not a Go module.

@@ -15,6 +15,7 @@ func successor(b *embedopsv1.ModelCacheBinding) {
 	b.Spec.Supersedes = "cache"
 	b.Spec.Resources.StorageName = "cache"
 	b.Spec.Resources.ClaimTemplateName = "cache-0123456789"
+	b.Spec.Resources.StatefulSetName = "tei-a1b2c3"
 }
 
 func TestModelCacheBindingSuccessionIsImmutable(t *testing.T) {
@@ -39,6 +40,9 @@ func TestModelCacheBindingSuccessionIsImmutable(t *testing.T) {
 		{"storage name added", root, func(b *embedopsv1.ModelCacheBinding) { b.Spec.Resources.StorageName = "other" }, "spec.resources.storageName is immutable"},
 		{"claim template changed", taken, func(b *embedopsv1.ModelCacheBinding) { b.Spec.Resources.ClaimTemplateName = "other" }, "spec.resources.claimTemplateName is immutable"},
 		{"claim template added", root, func(b *embedopsv1.ModelCacheBinding) { b.Spec.Resources.ClaimTemplateName = "other" }, "spec.resources.claimTemplateName is immutable"},
+		{"StatefulSet changed", taken, func(b *embedopsv1.ModelCacheBinding) { b.Spec.Resources.StatefulSetName = "other" }, "spec.resources.statefulSetName is immutable"},
+		{"StatefulSet removed", taken, func(b *embedopsv1.ModelCacheBinding) { b.Spec.Resources.StatefulSetName = "" }, "spec.resources.statefulSetName is immutable"},
+		{"StatefulSet added", root, func(b *embedopsv1.ModelCacheBinding) { b.Spec.Resources.StatefulSetName = "other" }, "spec.resources.statefulSetName is immutable"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

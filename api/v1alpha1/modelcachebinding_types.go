@@ -18,6 +18,7 @@ const ModelCacheBindingKind = "ModelCacheBinding"
 // +kubebuilder:validation:XValidation:rule="has(self.supersedes) == has(oldSelf.supersedes)",message="spec.supersedes is immutable"
 // +kubebuilder:validation:XValidation:rule="(has(self.resources) && has(self.resources.storageName)) == (has(oldSelf.resources) && has(oldSelf.resources.storageName))",message="spec.resources.storageName is immutable"
 // +kubebuilder:validation:XValidation:rule="(has(self.resources) && has(self.resources.claimTemplateName)) == (has(oldSelf.resources) && has(oldSelf.resources.claimTemplateName))",message="spec.resources.claimTemplateName is immutable"
+// +kubebuilder:validation:XValidation:rule="(has(self.resources) && has(self.resources.statefulSetName)) == (has(oldSelf.resources) && has(oldSelf.resources.statefulSetName))",message="spec.resources.statefulSetName is immutable"
 type ModelCacheBindingSpec struct {
 	// Identity says which model and sharing domain the cache is for.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.identity is immutable"
@@ -302,6 +303,18 @@ type CacheResources struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.resources.claimTemplateName is immutable"
 	// +optional
 	ClaimTemplateName string `json:"claimTemplateName,omitempty"`
+
+	// StatefulSetName is the PerReplica StatefulSet whose claim templates
+	// make the claims: <claimTemplateName>-<statefulSetName>-<ordinal>
+	// (kubernetes pkg/controller/statefulset/stateful_set_utils.go,
+	// getPersistentVolumeClaimName). Empty means the server's name. A
+	// storage change made while that StatefulSet serves gets a StatefulSet
+	// of its own, so the new pods start beside the old ones; a binding that
+	// supersedes another records that one's.
+	// +kubebuilder:validation:MaxLength=52
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.resources.statefulSetName is immutable"
+	// +optional
+	StatefulSetName string `json:"statefulSetName,omitempty"`
 
 	// PersistentVolumeClaimNames are the cache claims, in the binding's
 	// namespace. Names may be added, never removed.

@@ -36,8 +36,17 @@ func SuccessorBinding(server *embedopsv1.EmbeddingServer, d *decision.Decision, 
 	binding.Spec.Resources.StorageName = decision.StorageName(predecessor)
 	if d.Decision.Mode == embedopsv1.CacheModePerReplica {
 		binding.Spec.Resources.ClaimTemplateName = decision.ClaimTemplateNameFor(predecessor)
+		binding.Spec.Resources.StatefulSetName = predecessor.Spec.Resources.StatefulSetName
 	}
 	binding.Spec.Resources.PersistentVolumeClaimNames = decision.InheritedClaimNames(
 		predecessor.Spec.Resources.PersistentVolumeClaimNames, decision.ClaimNamesFor(binding, server.Name, server.GetReplicas()))
 	return binding
+}
+
+// BesideStatefulSet records that a new PerReplica binding's claims are made
+// by statefulSet, a StatefulSet started beside the one serving under the
+// server's name, and lists its claims under that name.
+func BesideStatefulSet(binding *embedopsv1.ModelCacheBinding, server *embedopsv1.EmbeddingServer, statefulSet string) {
+	binding.Spec.Resources.StatefulSetName = statefulSet
+	binding.Spec.Resources.PersistentVolumeClaimNames = decision.ClaimNamesFor(binding, server.Name, server.GetReplicas())
 }

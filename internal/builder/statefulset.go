@@ -166,7 +166,28 @@ func container(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) co
 		ReadinessProbe:  probe(readinessPeriodSeconds, readinessFailureThreshold),
 		LivenessProbe:   probe(livenessPeriodSeconds, livenessFailureThreshold),
 		SecurityContext: containerSecurityContext(),
+		Lifecycle:       DrainLifecycle(),
 	}
+}
+
+// drainSeconds is how long a pod keeps serving once it is told to stop.
+const drainSeconds = 5
+
+// DrainLifecycle keeps a stopping TEI pod serving for drainSeconds before
+// the kubelet sends SIGTERM. A pod's endpoint leaves the Service while the
+// pod already terminates: the EndpointSlice controller marks it not ready
+// and kube-proxy rewrites its rules afterwards (kubernetes.io docs, "Pod
+// Lifecycle: Termination of Pods"; kube-proxy pkg/proxy/iptables
+// proxier.go, v1.37.2, syncs at most every minSyncPeriod). TEI stops
+// accepting connections at SIGTERM (router/src/shutdown.rs, v1.9.3: axum's
+// graceful shutdown), so without the wait a client whose connection still
+// follows the old rules is refused: measured on the real node, 3 of 283
+// requests during a storage change (test/node). The wait is the kubelet's
+// sleep action (KEP-3960, on by default since v1.30), as TEI's image has no
+// shell; it counts against terminationGracePeriodSeconds (30 s by
+// default), leaving TEI 25 s to finish what it accepted.
+func DrainLifecycle() *corev1.Lifecycle {
+	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: drainSeconds}}}
 }
 
 // managedFlags are the TEI flags the builder sets; spec.args may not.

@@ -79,6 +79,11 @@
 //     object is not cached;
 //   - the StatefulSet's metadata after an apply changed or replaced it, so
 //     readiness waits for the cache to catch up (rollouts);
+//   - in the ledger, when a PerReplica binding is created or a server comes
+//     back to one it does not reference (a reverted decision): the
+//     StatefulSet under the name its claims carry, so new storage never
+//     takes the name of a StatefulSet that serves other storage
+//     (placeBesideServing, usable);
 //   - the token Secret and the API key Secret, by name: Secrets are not
 //     cached;
 //   - in the ledger: the server before a reference is added (confirmLive),

@@ -65,8 +65,10 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 }
 
 // leaveStaleBindings leaves every binding but the one in use (all of them
-// for mode None) once the children are applied and pruned, so a binding is
-// never released while the StatefulSet still names its claims. From then on
+// for mode None) once the children are applied and pruned, and none whose
+// storage an old StatefulSet or a pod of the server still mounts
+// (storagesInUse), so a binding is never released while a StatefulSet
+// still names its claims or a pod mounts them. From then on
 // status.cacheBinding names the binding in use: the pods mount it.
 func (r *EmbeddingServerReconciler) leaveStaleBindings(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	keep := ""
@@ -74,7 +76,11 @@ func (r *EmbeddingServerReconciler) leaveStaleBindings(ctx context.Context, scop
 		keep = scope.binding.Name
 	}
 	scope.server.Status.CacheBinding = keep
-	return ctrl.Result{}, r.ledger.Leave(ctx, scope.server, keep)
+	inUse, err := r.storagesInUse(ctx, scope)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.ledger.Leave(ctx, scope.server, keep, inUse...)
 }
 
 // reportCacheReady sets CacheReady from the binding's phase and its claims,

@@ -54,6 +54,7 @@ func TestSharedServersShareOneBindingAndOneClaim(t *testing.T) {
 
 func TestCacheModeNoneHasNoBinding(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
+	playStatefulSetController(t, namespace)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithRetainFor(time.Hour)))
 	binding := waitForBinding(t, g, key, "")
 

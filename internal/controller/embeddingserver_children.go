@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -57,10 +58,16 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 		}
 		return ctrl.Result{}, fmt.Errorf("building the StatefulSet: %w", err)
 	}
+	if scope.statefulSets, err = r.serverStatefulSets(ctx, server); err != nil {
+		return ctrl.Result{}, err
+	}
+	statefulSet.Name = statefulSetNameFor(server, scope.binding, scope.cache, storageLabelOf(&statefulSet.Spec.Template), scope.statefulSets)
+	scope.statefulSetName = statefulSet.Name
 	live := &appsv1.StatefulSet{}
-	switch err := r.client.Get(ctx, client.ObjectKeyFromObject(server), live); {
+	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: statefulSet.Name}, live); {
 	case err == nil:
 		keepLiveClaimTemplateLabels(statefulSet, live)
+		keepLiveLifecycle(statefulSet, live)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
 	}
@@ -182,7 +189,8 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 	if waiting, err := r.waitForReplacedPods(ctx, scope); err != nil || waiting {
 		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
 	}
-	if scope.childrenVerified {
+	scope.rollout = planStorageRollout(scope, scope.children[0])
+	if scope.childrenVerified && scope.rollout == nil {
 		if same, err := r.desiredUnchanged(scope.server.UID, scope.children); err != nil || same {
 			scope.server.Status.Inventory = inventoryOf(scope.children)
 			return ctrl.Result{}, err
@@ -204,13 +212,16 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 	if err := r.rememberApply(ctx, scope, changes); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.drainOldStatefulSets(ctx, scope); err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, entry := range changes.Entries {
 		if entry.Action == ssa.UnchangedAction {
 			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("applied child", "child", entry.Subject, "action", entry.Action.String())
 		if entry.ObjMetadata.GroupKind == statefulSetKind {
-			if err := r.recordRollout(ctx, scope.server); err != nil {
+			if err := r.recordRollout(ctx, scope.server, entry.ObjMetadata.Name); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -220,10 +231,10 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 
 // recordRollout remembers the StatefulSet just changed, read uncached (only
 // when it changed), so readiness waits until the cache has caught up with it.
-func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
+func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, server *embedopsv1.EmbeddingServer, name string) error {
 	applied := &metav1.PartialObjectMetadata{}
 	applied.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(server), applied); err != nil {
+	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name}, applied); err != nil {
 		return fmt.Errorf("reading the StatefulSet just applied: %w", err)
 	}
 	r.rollouts.record(server.UID, appliedStatefulSet{uid: applied.UID, generation: applied.Generation})
@@ -291,7 +302,8 @@ func (r *EmbeddingServerReconciler) pruneChildren(ctx context.Context, scope *se
 }
 
 // reconcileDelete removes the server's children, never its cache claims,
-// and its references to bindings, then lets the server go. Owner references would let the garbage collector
+// and, once none of its pods mounts a cache any more, its references to
+// bindings, then lets the server go. Owner references would let the garbage collector
 // do the same, but the finalizer makes the removal explicit and ordered.
 func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
@@ -300,6 +312,11 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	}
 	if err := r.deleteEntries(ctx, server, deletableEntries(server)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting children: %w", err)
+	}
+	if inUse, err := r.storagesInUse(ctx, scope); err != nil || len(inUse) > 0 {
+		// The pods' deletions wake the server (it watches its pods).
+		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the pods to go before leaving their bindings", "storage", inUse)
+		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
 	}
 	if err := r.ledger.Leave(ctx, server, ""); err != nil {
 		return ctrl.Result{}, err

@@ -80,3 +80,30 @@ func keepLiveClaimTemplateLabels(desired, live *appsv1.StatefulSet) {
 		}
 	}
 }
+
+// keepLiveLifecycle leaves a live StatefulSet's TEI container without
+// builder.DrainLifecycle when it was made without it (by a release before
+// it): the pod template would change, and the upgrade would restart every
+// replica of every server for it. Such a StatefulSet gets it when it is
+// made anew, as every storage change makes one; a lifecycle spec.podTemplate
+// sets is kept as written.
+func keepLiveLifecycle(desired, live *appsv1.StatefulSet) {
+	if live == nil {
+		return
+	}
+	want := teiContainer(&desired.Spec.Template)
+	have := teiContainer(&live.Spec.Template)
+	if want != nil && have != nil && have.Lifecycle == nil && equality.Semantic.DeepEqual(want.Lifecycle, builder.DrainLifecycle()) {
+		want.Lifecycle = nil
+	}
+}
+
+// teiContainer is the template's TEI container, nil when it has none.
+func teiContainer(template *corev1.PodTemplateSpec) *corev1.Container {
+	for i := range template.Spec.Containers {
+		if template.Spec.Containers[i].Name == builder.ContainerName {
+			return &template.Spec.Containers[i]
+		}
+	}
+	return nil
+}

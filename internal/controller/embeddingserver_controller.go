@@ -140,6 +140,15 @@ type serverScope struct {
 	// statefulSet is the StatefulSet as reconcileReadiness read it, nil
 	// when it does not exist; its replica counts are the server's progress.
 	statefulSet *appsv1.StatefulSet
+	// statefulSetName names the StatefulSet of the desired pod template;
+	// set by buildChildren (see statefulSetNameFor).
+	statefulSetName string
+	// statefulSets are the StatefulSets the server controls, as the cache
+	// showed them to buildChildren.
+	statefulSets []appsv1.StatefulSet
+	// rollout is the storage change in progress, nil when only the desired
+	// StatefulSet exists; set by applyChildren.
+	rollout *storageRollout
 	// facts are what the children depend on beyond the spec; set by
 	// factsOf.
 	facts *builder.Facts

@@ -131,7 +131,7 @@ func TestServerSetsBackHandEditedChildren(t *testing.T) {
 	checkConditions(t, g, key)
 }
 
-func TestServerRecreatesTheStatefulSetForANewClaimTemplate(t *testing.T) {
+func TestNewClaimTemplateGetsAStatefulSetBesideTheServingOne(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	before := waitForStatefulSet(t, g, key)
@@ -139,9 +139,11 @@ func TestServerRecreatesTheStatefulSetForANewClaimTemplate(t *testing.T) {
 
 	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
 	g.Eventually(func(g Gomega) {
-		after := &appsv1.StatefulSet{}
-		g.Expect(env.Client.Get(t.Context(), key, after)).To(Succeed())
-		g.Expect(after.UID).NotTo(Equal(before.UID))
+		sets := statefulSetsOf(t, g, namespace)
+		g.Expect(sets).To(HaveLen(2))
+		g.Expect(sets[0].UID).To(Equal(before.UID), "the serving StatefulSet is neither replaced nor changed")
+		g.Expect(sets[0].Spec.VolumeClaimTemplates).To(Equal(before.Spec.VolumeClaimTemplates))
+		after := sets[1]
 		g.Expect(after.Spec.VolumeClaimTemplates).To(HaveLen(1))
 		claim := after.Spec.VolumeClaimTemplates[0]
 		g.Expect(claim.Name).NotTo(Equal(before.Spec.VolumeClaimTemplates[0].Name), "the template name carries the decision digest")

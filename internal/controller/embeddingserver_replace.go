@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -31,7 +32,7 @@ func (r *EmbeddingServerReconciler) replaceStatefulSet(ctx context.Context, scop
 	server := scope.server
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(server), existing); err != nil {
+	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: cmp.Or(scope.statefulSetName, server.Name)}, existing); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("reading the StatefulSet to replace: %w", err))
 	}
 	uid := existing.UID
@@ -47,13 +48,16 @@ func (r *EmbeddingServerReconciler) replaceStatefulSet(ctx context.Context, scop
 }
 
 // waitForReplacedPods holds the server while pods of a StatefulSet it
-// replaced (any StatefulSet of the server other than the one that exists,
-// not yet seen gone) still exist.
+// replaced still exist: pods named as the desired StatefulSet's, owned by
+// a StatefulSet other than the one that exists (and not yet seen gone).
+// Pods of the old StatefulSets of a storage change (planStorageRollout)
+// have other names, serve meanwhile and do not hold it.
 func (r *EmbeddingServerReconciler) waitForReplacedPods(ctx context.Context, scope *serverScope) (bool, error) {
 	server := scope.server
+	name := cmp.Or(scope.statefulSetName, server.Name)
 	current := types.UID("")
 	statefulSet := &appsv1.StatefulSet{}
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(server), statefulSet)
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name}, statefulSet)
 	switch {
 	case err == nil && !r.rollouts.isReplaced(server.UID, statefulSet.UID):
 		current = statefulSet.UID
@@ -68,7 +72,7 @@ func (r *EmbeddingServerReconciler) waitForReplacedPods(ctx context.Context, sco
 	left := 0
 	for i := range pods.Items {
 		owner := metav1.GetControllerOfNoCopy(&pods.Items[i])
-		if owner != nil && owner.Kind == "StatefulSet" && owner.UID != current {
+		if owner != nil && owner.Kind == "StatefulSet" && owner.Name == name && owner.UID != current {
 			left++
 		}
 	}

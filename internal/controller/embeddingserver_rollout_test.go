@@ -89,11 +89,19 @@ func TestCacheBindingMovesWhenThePodsDo(t *testing.T) {
 	}).Should(Succeed())
 
 	completeJob(t, g, populateJobOf(t, g, namespace, second), populated(commitA, digestA))
+	var next *appsv1.StatefulSet
 	g.Eventually(func(g Gomega) {
 		g.Expect(getServer(t, g, key).Status.CacheBinding).To(Equal(second))
-		sts := &appsv1.StatefulSet{}
-		g.Expect(env.Client.Get(t.Context(), key, sts)).To(Succeed())
-		g.Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", second)))
+		sets := statefulSetsOf(t, g, namespace)
+		g.Expect(sets).To(HaveLen(2), "the new storage gets a StatefulSet beside the serving one")
+		next = &sets[1]
+		g.Expect(next.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", second)))
+		g.Expect(sets[0].Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", first)),
+			"the serving pods keep %s until new ones serve", first)
+	}).Should(Succeed())
+	markStatefulSetReady(t, g, client.ObjectKeyFromObject(next))
+	g.Eventually(func(g Gomega) {
+		g.Expect(statefulSetsOf(t, g, namespace)).To(ConsistOf(HaveField("ObjectMeta.Name", next.Name)))
 	}).Should(Succeed())
 }
 

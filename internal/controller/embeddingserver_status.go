@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,7 +78,7 @@ func (r *EmbeddingServerReconciler) stallAndPoll(scope *serverScope, reason stri
 func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	statefulSet := &appsv1.StatefulSet{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: server.Name}, statefulSet)
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: cmp.Or(scope.statefulSetName, server.Name)}, statefulSet)
 	switch {
 	case apierrors.IsNotFound(err):
 		statefulSet = nil
@@ -95,6 +96,13 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 		server.Status.Replicas, server.Status.ReadyReplicas = statefulSet.Status.Replicas, statefulSet.Status.ReadyReplicas
 	}
 	avail := availabilityOf(server.GetReplicas(), statefulSet, statefulSet == nil || r.rollouts.seen(server.UID, statefulSet))
+	if scope.rollout != nil {
+		for _, old := range scope.rollout.old {
+			server.Status.Replicas += old.Status.Replicas
+			server.Status.ReadyReplicas += old.Status.ReadyReplicas
+		}
+		avail = availability{false, embedopsv1.InitializingReason, rolloutMessage(scope, statefulSet)}
+	}
 	if avail.ready {
 		conditions.MarkTrue(server, embedopsv1.ReadyCondition, avail.reason, "%s", avail.message)
 		return ctrl.Result{}, nil

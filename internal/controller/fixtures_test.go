@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -156,4 +158,36 @@ func warningEvents(t *testing.T, g Gomega, namespace, name, reason string) []cor
 		}
 	}
 	return found
+}
+
+// playStatefulSetController plays kube-controller-manager's StatefulSet
+// controller, which envtest does not run, for every StatefulSet of the
+// namespace until the test ends: each one's pods are all ready at once, at
+// its current generation. Tests that move a server to new storage use it
+// so the rollout completes; the rollout's own steps are tested apart.
+func playStatefulSetController(t *testing.T, namespace string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			var list appsv1.StatefulSetList
+			if err := env.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+				return false, nil
+			}
+			for i := range list.Items {
+				sts := &list.Items[i]
+				replicas := replicasOf(sts)
+				if sts.Status.ObservedGeneration == sts.Generation && sts.Status.ReadyReplicas == replicas && sts.Status.Replicas == replicas {
+					continue
+				}
+				sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: replicas, ReadyReplicas: replicas,
+					AvailableReplicas: replicas, CurrentReplicas: replicas, UpdatedReplicas: replicas}
+				_ = env.Client.Status().Update(ctx, sts) // a conflict is retried at the next poll.
+			}
+			return false, nil
+		})
+	}()
 }

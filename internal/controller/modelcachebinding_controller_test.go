@@ -102,6 +102,7 @@ func TestStorageClassChangeRetiresTheOldBindingAfterRetainFor(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
+	playStatefulSetController(t, namespace)
 	createStorageClass(t, g, namespace+"-fast", "example.com/fast")
 	createStorageClass(t, g, namespace+"-slow", "example.com/slow")
 	startManager(t, namespace)
@@ -137,6 +138,7 @@ func TestStorageClassChangeRetiresTheOldBindingAfterRetainFor(t *testing.T) {
 
 func TestRevertedDecisionReusesTheIdleBinding(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
+	playStatefulSetController(t, namespace)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithRetainFor(time.Hour), fixtures.WithStorageClass("a")))
 	first := waitForBinding(t, g, key, "")
 

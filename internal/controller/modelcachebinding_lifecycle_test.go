@@ -102,6 +102,7 @@ func TestBindingHistoryLimitKeepsTheNewestReleased(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
+	playStatefulSetController(t, namespace)
 	startManager(t, namespace, func(opts *ManagerOptions) { opts.ModelCacheBinding.HistoryLimit = 2 })
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithRetainFor(0), fixtures.WithCacheSize("1Gi")))
 	var used []string

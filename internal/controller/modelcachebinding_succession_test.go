@@ -166,6 +166,7 @@ func TestSharedRetainForChainsKeepTheClaimPastPruning(t *testing.T) {
 
 func TestRetainForChangeOfASharedBindingInUseElsewhereGetsItsOwnStorage(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
+	playStatefulSetController(t, namespace)
 	shared := []fixtures.Option{fixtures.WithCacheMode(embedopsv1.CacheModeShared), fixtures.WithRetainFor(time.Hour)}
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "a", shared...))
 	other := createServer(t, g, fixtures.EmbeddingServer(namespace, "b", shared...))

@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -50,6 +51,19 @@ func namesWritten(writes []string, resource string) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// finishMove plays the StatefulSet controller for a moved server: the
+// StatefulSet of its new binding becomes ready, so the storage change rolls
+// out and the old StatefulSet, which makes the old binding's claims, goes.
+func finishMove(t *testing.T, g *WithT, key types.NamespacedName, binding *embedopsv1.ModelCacheBinding) {
+	t.Helper()
+	next := types.NamespacedName{Namespace: key.Namespace, Name: decision.StatefulSetNameFor(binding, key.Name)}
+	g.Eventually(func() error { return env.Client.Get(t.Context(), next, &appsv1.StatefulSet{}) }).Should(Succeed())
+	markStatefulSetReady(t, g, next)
+	if next != key {
+		g.Eventually(isNotFound(t, &appsv1.StatefulSet{}, key)).Should(BeTrue(), "the old StatefulSet goes once the new one serves")
+	}
 }
 
 func TestShardReconcilesOnlyItsServers(t *testing.T) {
@@ -158,12 +172,15 @@ func TestServerMovedToAnotherShardLeavesItsOldBinding(t *testing.T) {
 
 	// shard1 comes back: its binding controller finds the reference of a
 	// server that is now in another shard and drops it, so the old binding
-	// goes idle and, past retainFor (0s here), releases its claims.
+	// goes idle and, past retainFor (0s here), releases its claims once the
+	// storage change has rolled out and no StatefulSet makes them.
 	shard1 := startShard(t, namespace, shard1Selector)
 	g.Eventually(func(g Gomega) {
-		b := getBinding(t, g, namespace, old.Name)
-		g.Expect(b.Status.RequestReferences).To(BeEmpty())
-		g.Expect(b.Status.Phase).To(Equal(embedopsv1.BindingReleased))
+		g.Expect(getBinding(t, g, namespace, old.Name).Status.RequestReferences).To(BeEmpty())
+	}).Should(Succeed())
+	finishMove(t, g, key, moving)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getBinding(t, g, namespace, old.Name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
 	}).Should(Succeed())
 
 	g.Expect(namesWritten(shard2.writePaths(), "modelcachebindings")).To(ConsistOf(moving.Name))
@@ -193,9 +210,11 @@ func TestServerMovedWhileBothShardsRunIsReleasedByItsOldShard(t *testing.T) {
 	updateServer(t, g, key, inShard("shard2"))
 	moving := waitForBinding(t, g, key, old.Name)
 	g.Eventually(func(g Gomega) {
-		b := getBinding(t, g, namespace, old.Name)
-		g.Expect(b.Status.RequestReferences).To(BeEmpty())
-		g.Expect(b.Status.Phase).To(Equal(embedopsv1.BindingReleased))
+		g.Expect(getBinding(t, g, namespace, old.Name).Status.RequestReferences).To(BeEmpty())
+	}).Should(Succeed())
+	finishMove(t, g, key, moving)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getBinding(t, g, namespace, old.Name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
 	}).Should(Succeed())
 	g.Expect(namesWritten(shard2.writePaths(), "modelcachebindings")).To(ConsistOf(moving.Name))
 	g.Expect(namesWritten(shard1.writePaths(), "modelcachebindings")).To(ConsistOf(old.Name))

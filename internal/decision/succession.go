@@ -33,7 +33,8 @@ func ClaimTemplateNameFor(binding *embedopsv1.ModelCacheBinding) string {
 
 // ClaimNamesFor are the claims a binding holds for a server of replicas
 // replicas named server: its Shared claim, or the PerReplica claims of the
-// current replicas under its claim template; none for an existing claim.
+// current replicas under its claim template and StatefulSet
+// (StatefulSetNameFor); none for an existing claim.
 func ClaimNamesFor(binding *embedopsv1.ModelCacheBinding, server string, replicas int32) []string {
 	if binding.Spec.Decision.ExistingClaim != "" {
 		return nil // the user's claim is recorded in the decision, never held.
@@ -41,7 +42,7 @@ func ClaimNamesFor(binding *embedopsv1.ModelCacheBinding, server string, replica
 	if binding.Spec.Decision.Mode == embedopsv1.CacheModeShared {
 		return []string{StorageName(binding)}
 	}
-	return PerReplicaClaimNames(ClaimTemplateNameFor(binding), server, replicas)
+	return PerReplicaClaimNames(ClaimTemplateNameFor(binding), StatefulSetNameFor(binding, server), replicas)
 }
 
 // Recorded is the decision a binding records.

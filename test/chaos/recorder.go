@@ -16,16 +16,19 @@ import (
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
-// Recorder watches the bindings and claims of one namespace for the length
-// of a run: every state each binding was seen in and every claim deletion,
-// each at its resourceVersion, so that claim deletions can be judged
-// against the phase their binding had at that moment (UnsafeClaimDeletions).
+// Recorder watches the bindings, claims and pods of one namespace for the
+// length of a run: every state each binding was seen in, every claim
+// deletion and when each pod mounting a claim lived, each at its
+// resourceVersion, so that claim deletions can be judged against the phase
+// their binding had at that moment (UnsafeClaimDeletions) and the pods
+// that still mounted them (MountedClaimDeletions).
 type Recorder struct {
 	mu        sync.Mutex
 	bindings  map[types.UID]*bindingHistory
 	gaps      []gap
 	claims    map[types.UID]claimSeen
 	deletions map[types.UID]ClaimDeletion
+	pods      map[types.UID]*podSeen
 	listed    map[string]bool
 	cancel    context.CancelFunc
 	done      sync.WaitGroup
@@ -59,12 +62,14 @@ func StartRecorder(ctx context.Context, c client.WithWatch, namespace string) (*
 		bindings:  map[types.UID]*bindingHistory{},
 		claims:    map[types.UID]claimSeen{},
 		deletions: map[types.UID]ClaimDeletion{},
+		pods:      map[types.UID]*podSeen{},
 		listed:    map[string]bool{},
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	streams := []*stream{
 		{client: c, namespace: namespace, newList: func() client.ObjectList { return &embedopsv1.ModelCacheBindingList{} }, observer: bindingObserver{r}},
 		{client: c, namespace: namespace, newList: func() client.ObjectList { return &corev1.PersistentVolumeClaimList{} }, observer: claimObserver{r}},
+		{client: c, namespace: namespace, newList: func() client.ObjectList { return &corev1.PodList{} }, observer: podObserver{r}},
 	}
 	for _, s := range streams {
 		r.done.Go(func() { s.run(ctx) })

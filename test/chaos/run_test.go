@@ -150,6 +150,7 @@ func (r *chaosRun) finish(ctx context.Context) {
 	r.catchUp(ctx)
 	unsafe, unverified := r.recorder.UnsafeClaimDeletions()
 	r.violate(unsafe...)
+	r.violate(r.recorder.MountedClaimDeletions()...)
 	t.Logf("chaos summary: %s: cycles done %d, %s %d, invariant violations %d (claims seen %d, deletions judged %d, unverified %d), changes %v, faults %s, total %s",
 		t.Name(), r.cycles, r.faultKind, r.faults, len(r.violations), r.recorder.ClaimsSeen(), len(r.recorder.Deletions()), unverified, r.fleet.ops,
 		faultPhase.Round(time.Second), time.Since(r.started).Round(time.Second))

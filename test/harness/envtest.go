@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ type Env struct {
 
 // EnvOptions adjust the control plane.
 type EnvOptions struct {
+	// CRDPaths replace config/crd/bases as embedops' CRDs, e.g. a previous
+	// release's read from git (test/upgrade); empty means config/crd/bases.
+	CRDPaths []string
 	// ExtraCRDPaths are more CRD files or directories, e.g. Flux's.
 	ExtraCRDPaths []string
 }
@@ -50,7 +54,7 @@ func NewScheme() (*runtime.Scheme, error) {
 const crdInstallTimeout = 2 * time.Minute
 
 // StartEnv starts kube-apiserver and etcd from ./bin and installs the CRDs
-// from config/crd/bases, failing when they are missing.
+// from config/crd/bases (or opts.CRDPaths), failing when they are missing.
 func StartEnv(opts EnvOptions) (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -65,10 +69,14 @@ func StartEnv(opts EnvOptions) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds := opts.CRDPaths
+	if len(crds) == 0 {
+		crds = []string{filepath.Join(root, "config", "crd", "bases")}
+	}
 	environment := &envtest.Environment{
 		Scheme:                scheme,
 		BinaryAssetsDirectory: filepath.Join(root, "bin"),
-		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, opts.ExtraCRDPaths...),
+		CRDDirectoryPaths:     slices.Concat(crds, opts.ExtraCRDPaths),
 		ErrorIfCRDPathMissing: true,
 		// envtest waits 10s by default for the CRDs to be served; a loaded
 		// 2-core machine can take longer for Flux's and Argo CD's.

@@ -7,8 +7,10 @@ import (
 	"maps"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -66,44 +68,48 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 }
 
 // find returns the Active binding of the decision the server may use
-// (decision.Usable) in the server's shard (decision.SameShard): the one
-// named decision.BindingName, else a suffixed one of the same decision, else
-// a new one under the next free suffix, which succeeds the binding the
+// (usable) in the server's shard (decision.SameShard): the one named
+// decision.BindingName, else a suffixed one of the same decision, else a
+// new one under the next free suffix, which succeeds the binding the
 // server uses when the decision changed in retainFor alone (see succeed). A
-// Retiring or Released binding is never revived. The cache holds only this
-// shard's bindings, so a new name is chosen from an uncached list, which
-// also counts the names other shards took.
+// Retiring or Released binding is never revived. A shard's cache holds only
+// its own bindings, so in a shard a new name is chosen from an uncached
+// list, which also counts the names other shards took.
 func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc) (*embedopsv1.ModelCacheBinding, bool, error) {
 	base := decision.BindingName(d)
 	binding := &embedopsv1.ModelCacheBinding{}
 	err := l.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: base}, binding)
 	switch {
-	case err == nil && l.usable(binding, server, d):
-		return binding, false, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, false, fmt.Errorf("reading binding %s: %w", base, err)
+	case err == nil:
+		usable, err := l.usable(ctx, server, binding, d)
+		if err != nil || usable {
+			return binding, false, err
+		}
 	}
-	var cached embedopsv1.ModelCacheBindingList
-	if err := l.client.List(ctx, &cached, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
+	var bindings embedopsv1.ModelCacheBindingList
+	if err := l.client.List(ctx, &bindings, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
 		return nil, false, fmt.Errorf("listing the bindings of %s: %w", base, err)
 	}
-	if usable, _ := l.pick(cached.Items, base, server, d); usable != nil {
-		return usable, false, nil
+	usable, taken, err := l.pick(ctx, server, bindings.Items, base, d)
+	if err != nil || usable != nil {
+		return usable, false, err
 	}
-	next := 1
-	if err == nil {
-		next = 2
-	}
-	if len(l.shardKeys) > 0 {
+	if !l.selector.Empty() {
+		// A steady server of this shard found its binding in the cache; a
+		// new name must not be one another shard took.
 		var all embedopsv1.ModelCacheBindingList
 		if err := l.apiReader.List(ctx, &all, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
 			return nil, false, fmt.Errorf("listing the bindings of %s: %w", base, err)
 		}
-		cached = all
+		if usable, taken, err = l.pick(ctx, server, all.Items, base, d); err != nil || usable != nil {
+			return usable, false, err
+		}
 	}
-	usable, taken := l.pick(cached.Items, base, server, d)
-	if usable != nil {
-		return usable, false, nil
+	next := 1
+	if binding.Name != "" {
+		next = 2
 	}
 	next = max(next, taken+1)
 	if next > decision.MaxBindingSuffix {
@@ -120,9 +126,9 @@ func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 	return l.create(ctx, server, d, name, source, nil)
 }
 
-// pick returns the first binding of base, in suffix order, that the server
-// may use, and the highest suffix taken.
-func (l *Ledger) pick(bindings []embedopsv1.ModelCacheBinding, base string, server *embedopsv1.EmbeddingServer, d *decision.Decision) (*embedopsv1.ModelCacheBinding, int) {
+// pick returns the first suffixed binding of base, in suffix order, that
+// the server may use (usable), and the highest suffix taken before it.
+func (l *Ledger) pick(ctx context.Context, server *embedopsv1.EmbeddingServer, bindings []embedopsv1.ModelCacheBinding, base string, d *decision.Decision) (*embedopsv1.ModelCacheBinding, int, error) {
 	slices.SortFunc(bindings, func(a, b embedopsv1.ModelCacheBinding) int {
 		return decision.BindingSuffix(base, a.Name) - decision.BindingSuffix(base, b.Name)
 	})
@@ -132,18 +138,13 @@ func (l *Ledger) pick(bindings []embedopsv1.ModelCacheBinding, base string, serv
 		if n == 0 {
 			continue
 		}
-		if l.usable(&bindings[i], server, d) {
-			return &bindings[i], n
+		usable, err := l.usable(ctx, server, &bindings[i], d)
+		if err != nil || usable {
+			return &bindings[i], n, err
 		}
 		taken = max(taken, n)
 	}
-	return nil, taken
-}
-
-// usable reports whether the server may use the binding: decision.Usable,
-// in the server's shard.
-func (l *Ledger) usable(binding *embedopsv1.ModelCacheBinding, server *embedopsv1.EmbeddingServer, d *decision.Decision) bool {
-	return decision.Usable(binding, d, server.UID) && decision.SameShard(binding.Labels, server.Labels, l.shardKeys)
+	return nil, taken, nil
 }
 
 // create records the decision under name, with its source and the
@@ -160,6 +161,8 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	binding := builder.Binding(server, recorded, name, recordedSource)
 	if predecessor != nil {
 		binding = builder.SuccessorBinding(server, recorded, name, recordedSource, predecessor)
+	} else if err := l.placeBesideServing(ctx, server, binding); err != nil {
+		return nil, false, err
 	}
 	maps.Copy(binding.Labels, decision.ShardLabels(server.Labels, l.shardKeys))
 	err = l.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
@@ -299,4 +302,55 @@ func takeoverNote(binding *embedopsv1.ModelCacheBinding) string {
 		return ""
 	}
 	return fmt.Sprintf("; supersedes %s and keeps its claims (retainFor alone changed)", binding.Spec.Supersedes)
+}
+
+// placeBesideServing gives a new PerReplica binding a StatefulSet of its
+// own (decision.RolloutStatefulSetName) when one under the server's name
+// exists: that one serves another storage, and its claim templates cannot
+// change (k8s pkg/apis/apps/validation, "updates to statefulset spec for
+// fields other than ... are forbidden"), so the new pods start beside its
+// pods instead of replacing them. Read uncached: a binding is created
+// rarely, and a StatefulSet created a moment ago must be seen.
+func (l *Ledger) placeBesideServing(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
+	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || binding.Spec.Decision.ExistingClaim != "" {
+		return nil
+	}
+	serving := &metav1.PartialObjectMetadata{}
+	serving.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	err := l.apiReader.Get(ctx, client.ObjectKeyFromObject(server), serving)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the server's StatefulSet: %w", err)
+	}
+	builder.BesideStatefulSet(binding, server, decision.RolloutStatefulSetName(server.Name, decision.StorageName(binding)))
+	return nil
+}
+
+// usable reports whether the server may use binding for d
+// (decision.Usable) in its own shard (decision.SameShard), and, for a
+// PerReplica binding it does not reference
+// yet (a reverted decision), whether the StatefulSet that makes its claims
+// is free for it: a StatefulSet of that name serving other storage cannot
+// take its claim templates in place, so reusing the binding would replace
+// the serving pods. Such a binding is passed over and the decision gets new
+// storage, which rolls. Read uncached, as placeBesideServing.
+func (l *Ledger) usable(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, d *decision.Decision) (bool, error) {
+	if !decision.Usable(binding, d, server.UID) || !decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
+		return false, nil
+	}
+	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || decision.HasReference(binding, server.UID) {
+		return true, nil
+	}
+	sts := &appsv1.StatefulSet{}
+	key := types.NamespacedName{Namespace: server.Namespace, Name: decision.StatefulSetNameFor(binding, server.Name)}
+	err := l.apiReader.Get(ctx, key, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading StatefulSet %s: %w", key.Name, err)
+	}
+	return sts.Spec.Template.Labels[embedopsv1.CacheBindingLabel] == decision.StorageName(binding), nil
 }

@@ -84,4 +84,33 @@
 // revision change) the new binding gets storage of its own, as before.
 // Bindings made before these fields keep their own names: an upgrade
 // replaces nothing.
+//
+// # Storage changes roll
+//
+// New storage means new pods: claim templates cannot change in place, and a
+// pod's volumes are fixed when it starts. So a binding of new storage is
+// served by a StatefulSet of its own, started beside the one that serves:
+//
+//   - A new PerReplica binding made while a StatefulSet under the server's
+//     name exists records spec.resources.statefulSetName
+//     (decision.RolloutStatefulSetName: the server's name and six hex digits
+//     of the storage name), and lists its claims under it. With none it
+//     records nothing and means the server's name, as every binding made
+//     before this rule does. A successor inherits its predecessor's.
+//   - The server's reconcile runs the new StatefulSet and the old ones side
+//     by side, both selected by its Services and disruption budget, and
+//     moves the replicas over by decision.PlanRollout: surge first, an old
+//     pod goes only once a new one is ready in its place, so the server's
+//     ready pods never drop below its replicas (at most the budget's
+//     maxUnavailable new pods start at a time, at least one).
+//   - The server references the new binding at once (status.cacheBinding
+//     names it) and leaves an old one only when no StatefulSet of the
+//     server mounts its storage and no pod of the server carries its
+//     cache-binding label: the old binding's retainFor starts then, and it
+//     retires as any other.
+//   - A storage change made while another rolls gets its StatefulSet in
+//     turn; the half-filled one drains with the oldest, those with fewer
+//     ready pods first. The newest decision wins; no rollout is left
+//     half-finished, since every step is derived again from what the
+//     StatefulSets show.
 package ledger

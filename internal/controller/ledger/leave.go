@@ -15,16 +15,21 @@ import (
 )
 
 // Leave removes the server's reference from every binding of its namespace
-// but keep ("" for all); see referencing for where the bindings are read.
+// but keep ("" for all) and those whose storage (decision.StorageName) is
+// among inUse: storage the server's old pods still mount while a storage
+// change rolls. See referencing for where the bindings are read.
 // The last reference leaving starts the binding's idle window. A binding
 // handing its storage to a successor that holds it is superseded instead
 // (see supersede): it never goes idle, so it never deletes that storage.
-func (l *Ledger) Leave(ctx context.Context, server *embedopsv1.EmbeddingServer, keep string) error {
+func (l *Ledger) Leave(ctx context.Context, server *embedopsv1.EmbeddingServer, keep string, inUse ...string) error {
 	bindings, err := l.referencing(ctx, server, keep)
 	if err != nil {
 		return err
 	}
 	for _, binding := range bindings {
+		if slices.Contains(inUse, decision.StorageName(binding)) {
+			continue
+		}
 		if err := l.leave(ctx, server, binding); err != nil {
 			return err
 		}

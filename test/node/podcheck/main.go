@@ -9,6 +9,9 @@
 //	                               through cluster DNS
 //	podcheck owners DIR            reports, as JSON, DIR's owner and mode and
 //	                               how many entries below it each owner has
+//	podcheck load URL INTERVAL ADDR
+//	                               POSTs to URL every INTERVAL and serves
+//	                               the counts at http://ADDR/stats
 //
 // Every command writes what it found to /dev/termination-log (the pod's
 // terminationMessagePath) and stdout.
@@ -38,7 +41,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: podcheck write|serve|cluster|owners [arguments]"))
+		fail(errors.New("usage: podcheck write|serve|cluster|owners|load [arguments]"))
 	}
 	var err error
 	switch args := os.Args[2:]; os.Args[1] {
@@ -50,6 +53,8 @@ func main() {
 		err = cluster(args)
 	case "owners":
 		err = owners(args)
+	case "load":
+		err = load(args)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -5,7 +5,10 @@
 // controller processes, --watch-label-selector=sharding.fluxcd.io/key=shard1
 // and =shard2 (Flux's sharding), and attributes every write in the audit
 // log to a shard; `--mode download` compares `embedops populate` with
-// plain GETs from the stand-in hub on loopback. See package bench for what
+// plain GETs from the stand-in hub on loopback; `--mode rollout` runs a
+// 3-replica server through every change of its cache and reports the
+// fewest ready endpoints of its Service and each change's time. See
+// package bench for what
 // each figure means.
 package main
 
@@ -33,7 +36,7 @@ func main() {
 		progressInterval time.Duration
 		opts             = bench.ScaleOptions{Log: os.Stderr}
 	)
-	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster), shard (two shards of the fleet, from the audit log), audit (the origin search) or download (the populator's throughput).")
+	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster), shard (two shards of the fleet, from the audit log), audit (the origin search), download (the populator's throughput) or rollout (cache changes of a 3-replica server).")
 	flag.StringVarP(&output, "output", "o", "table", "Output format: table or json.")
 	flag.StringVar(&jsonFile, "json-file", "", "Also write the report as JSON to this file, so one run gives both the table and the JSON.")
 	flag.IntVar(&opts.Servers, "servers", 200, "EmbeddingServers to create.")
@@ -83,8 +86,10 @@ func run(ctx context.Context, mode, output, jsonFile string, commits int, downlo
 		report, err = bench.RunOriginSearch(ctx, commits)
 	case "download":
 		report, err = bench.MeasureDownload(ctx, download)
+	case "rollout":
+		report, err = bench.RunRollout(ctx, opts)
 	default:
-		return fmt.Errorf("unknown mode %q: use scale, shard, audit or download", mode)
+		return fmt.Errorf("unknown mode %q: use scale, shard, audit, download or rollout", mode)
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,229 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/decision"
+)
+
+// A storage change rolls: the server's pods mount their cache through the
+// StatefulSet's claim templates or pod template, and claim templates cannot
+// change in place. So a new storage gets a StatefulSet of its own beside the
+// one serving, both selected by the server's Services and budget, and
+// decision.PlanRollout moves the replicas over, surge first. The old
+// StatefulSets stay in the inventory until they are deleted, and their
+// bindings stay referenced until no pod mounts their storage.
+
+// storageLabelOf is the storage a pod template mounts: its cache-binding
+// label, "" for an emptyDir cache.
+func storageLabelOf(template *corev1.PodTemplateSpec) string {
+	return template.Labels[embedopsv1.CacheBindingLabel]
+}
+
+// serverStatefulSets are the StatefulSets the cache shows controlled by
+// the server, sorted by name.
+func (r *EmbeddingServerReconciler) serverStatefulSets(ctx context.Context, server *embedopsv1.EmbeddingServer) ([]appsv1.StatefulSet, error) {
+	var list appsv1.StatefulSetList
+	if err := r.client.List(ctx, &list, client.InNamespace(server.Namespace),
+		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		return nil, fmt.Errorf("listing the server's StatefulSets: %w", err)
+	}
+	sets := slices.DeleteFunc(list.Items, func(sts appsv1.StatefulSet) bool {
+		owner := metav1.GetControllerOfNoCopy(&sts)
+		return owner == nil || owner.UID != server.UID
+	})
+	slices.SortFunc(sets, func(a, b appsv1.StatefulSet) int { return strings.Compare(a.Name, b.Name) })
+	return sets, nil
+}
+
+// statefulSetNameFor names the StatefulSet that runs the desired pod
+// template: a PerReplica binding's recorded one (its claims carry the
+// name), else the server's StatefulSet that already mounts the same
+// storage, else the server's name while no StatefulSet has it, else the
+// storage's own (decision.RolloutStatefulSetName).
+func statefulSetNameFor(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, cache *builder.Cache, storage string, sets []appsv1.StatefulSet) string {
+	if cache != nil && cache.Mode == embedopsv1.CacheModePerReplica && binding != nil {
+		return decision.StatefulSetNameFor(binding, server.Name)
+	}
+	for i := range sets {
+		if sets[i].DeletionTimestamp.IsZero() && storageLabelOf(&sets[i].Spec.Template) == storage {
+			return sets[i].Name
+		}
+	}
+	if !slices.ContainsFunc(sets, func(sts appsv1.StatefulSet) bool { return sts.Name == server.Name }) {
+		return server.Name
+	}
+	return decision.RolloutStatefulSetName(server.Name, storage)
+}
+
+// storageRollout is a storage change in progress: the step taken and the
+// old StatefulSets it drains.
+type storageRollout struct {
+	step decision.RolloutStep
+	old  []appsv1.StatefulSet
+}
+
+// planStorageRollout sets the replicas the desired StatefulSet asks for
+// while old StatefulSets of the server still exist, and remembers the step
+// for drainOldStatefulSets; nil when there are none.
+func planStorageRollout(scope *serverScope, desired *unstructured.Unstructured) *storageRollout {
+	var old []appsv1.StatefulSet
+	next := decision.SetReplicas{Name: desired.GetName()}
+	for _, sts := range scope.statefulSets {
+		if sts.Name == desired.GetName() {
+			next.Replicas, next.Ready = replicasOf(&sts), sts.Status.ReadyReplicas
+			continue
+		}
+		old = append(old, sts)
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	counts := make([]decision.SetReplicas, 0, len(old))
+	for _, sts := range old {
+		if sts.DeletionTimestamp.IsZero() {
+			counts = append(counts, decision.SetReplicas{Name: sts.Name, Replicas: replicasOf(&sts), Ready: sts.Status.ReadyReplicas})
+		}
+	}
+	step := decision.PlanRollout(scope.server.GetReplicas(), surgeOf(scope.server), next, counts)
+	_ = unstructured.SetNestedField(desired.Object, int64(step.Next), "spec", "replicas")
+	return &storageRollout{step: step, old: old}
+}
+
+// replicasOf is a StatefulSet's spec.replicas, defaulted to 1 as the API
+// server does (k8s pkg/apis/apps/v1/defaults.go).
+func replicasOf(sts *appsv1.StatefulSet) int32 {
+	if sts.Spec.Replicas == nil {
+		return 1
+	}
+	return *sts.Spec.Replicas
+}
+
+// surgeOf is how many new pods a storage change starts at a time: as many
+// as the server's disruption budget lets be unavailable, at least one.
+func surgeOf(server *embedopsv1.EmbeddingServer) int32 {
+	budget := builder.PodDisruptionBudget(server)
+	replicas := int(server.GetReplicas())
+	switch {
+	case budget == nil:
+		return 1
+	case budget.Spec.MaxUnavailable != nil:
+		n, err := intstr.GetScaledValueFromIntOrPercent(budget.Spec.MaxUnavailable, replicas, true)
+		if err != nil {
+			return 1
+		}
+		return int32(max(n, 1))
+	default:
+		n, err := intstr.GetScaledValueFromIntOrPercent(budget.Spec.MinAvailable, replicas, true)
+		if err != nil {
+			return 1
+		}
+		return int32(max(replicas-n, 1))
+	}
+}
+
+// drainOldStatefulSets scales each old StatefulSet down to what the step
+// lets it keep, deletes those that keep none, and lists those left in the
+// inventory so pruning and the server's deletion find them.
+func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, scope *serverScope) error {
+	rollout := scope.rollout
+	if rollout == nil {
+		return nil
+	}
+	for i := range rollout.old {
+		sts := &rollout.old[i]
+		if !sts.DeletionTimestamp.IsZero() {
+			continue
+		}
+		keep := rollout.step.Old[sts.Name]
+		if err := r.scaleOldStatefulSet(ctx, sts, keep); err != nil {
+			return err
+		}
+		if keep > 0 {
+			entry := inventoryRef(sts.Namespace, sts.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+			scope.server.Status.Inventory.Entries = mergeEntries(scope.server.Status.Inventory.Entries, []embedopsv1.ResourceRef{entry})
+		}
+	}
+	return nil
+}
+
+// scaleOldStatefulSet sets an old StatefulSet's replicas to keep, or
+// deletes it when keep is 0; its pods are then deleted by the garbage
+// collector, each one after a new pod serves in its place. The UID
+// precondition keeps a StatefulSet made since under the same name.
+func (r *EmbeddingServerReconciler) scaleOldStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, keep int32) error {
+	log := ctrl.LoggerFrom(ctx)
+	if keep == 0 {
+		background := metav1.DeletePropagationBackground
+		uid := sts.UID
+		err := r.client.Delete(ctx, sts, &client.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}})
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting the old StatefulSet %s: %w", sts.Name, err)
+		}
+		log.Info("deleted the old StatefulSet: the new storage serves", "statefulSet", sts.Name)
+		return nil
+	}
+	if keep >= replicasOf(sts) {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d}}`, sts.UID, keep)
+	if err := r.client.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("scaling the old StatefulSet %s to %d: %w", sts.Name, keep, err)
+	}
+	log.Info("scaled the old StatefulSet down: new pods serve in place of its pods", "statefulSet", sts.Name, "replicas", keep)
+	return nil
+}
+
+// storagesInUse are the storages the server's old StatefulSets and any of
+// its pods still mount: their bindings are not left until those are gone.
+func (r *EmbeddingServerReconciler) storagesInUse(ctx context.Context, scope *serverScope) ([]string, error) {
+	var inUse []string
+	for i := range scope.statefulSets {
+		inUse = append(inUse, storageLabelOf(&scope.statefulSets[i].Spec.Template))
+	}
+	var pods corev1.PodList
+	server := scope.server
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
+		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range pods.Items {
+		inUse = append(inUse, pods.Items[i].Labels[embedopsv1.CacheBindingLabel])
+	}
+	// The binding in use keeps its own storage; a binding it superseded,
+	// of the same storage, is handed over rather than left (ledger.Leave).
+	current := ""
+	if scope.binding != nil {
+		current = decision.StorageName(scope.binding)
+	}
+	slices.Sort(inUse)
+	return slices.DeleteFunc(slices.Compact(inUse), func(s string) bool { return s == "" || s == current }), nil
+}
+
+// rolloutMessage says how far a storage change is, for Ready.
+func rolloutMessage(scope *serverScope, next *appsv1.StatefulSet) string {
+	ready := int32(0)
+	if next != nil {
+		ready = next.Status.ReadyReplicas
+	}
+	var old []string
+	for _, sts := range scope.rollout.old {
+		old = append(old, fmt.Sprintf("%s (%d ready)", sts.Name, sts.Status.ReadyReplicas))
+	}
+	return fmt.Sprintf("moving to new cache storage: %d/%d replicas of StatefulSet %s ready; serving meanwhile: %s",
+		ready, scope.server.GetReplicas(), scope.statefulSetName, strings.Join(old, ", "))
+}

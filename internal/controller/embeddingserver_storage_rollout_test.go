@@ -1,0 +1,201 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/test/fixtures"
+)
+
+// These tests play the StatefulSet controller, which envtest does not run:
+// a StatefulSet's ready replicas are whatever the test says. The rollout
+// on pods that really start is test/e2e's.
+
+func TestStorageChangeRollsSurgeFirst(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(3)))
+	markStatefulSetReady(t, g, key)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	first := waitForBinding(t, g, key, "").Name
+
+	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
+	var second *embedopsv1.ModelCacheBinding
+	g.Eventually(func(g Gomega) {
+		second = bindingOtherThan(t, g, namespace, first)
+		g.Expect(second.Spec.Resources.StatefulSetName).To(Equal(decision.RolloutStatefulSetName("tei", second.Name)))
+	}).Should(Succeed())
+	next := types.NamespacedName{Namespace: namespace, Name: second.Spec.Resources.StatefulSetName}
+	g.Expect(second.Spec.Resources.PersistentVolumeClaimNames).To(HaveEach(ContainSubstring("-"+next.Name+"-")),
+		"the binding lists the claims the new StatefulSet makes")
+
+	for ready := int32(0); ready < 3; ready++ {
+		g.Eventually(func(g Gomega) {
+			g.Expect(replicasOf(statefulSetOf(t, g, next))).To(Equal(min(ready+1, 3)), "one new pod at a time")
+			g.Expect(replicasOf(statefulSetOf(t, g, key))).To(Equal(3-ready), "an old pod goes only once a new one is ready")
+			server := getServer(t, g, key)
+			g.Expect(conditions.IsFalse(server, embedopsv1.ReadyCondition)).To(BeTrue())
+			g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(ContainSubstring("moving to new cache storage"))
+			g.Expect(getBinding(t, g, namespace, first).Status.RequestReferences).NotTo(BeEmpty(), "the old pods still mount %s", first)
+		}).Should(Succeed())
+		markStatefulSetReady(t, g, key)
+		markStatefulSetReadyUpTo(t, g, next, ready+1)
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(t.Context(), key, &appsv1.StatefulSet{})).To(Satisfy(apierrors.IsNotFound), "the old StatefulSet goes once every new pod serves")
+	}).Should(Succeed())
+	markStatefulSetReady(t, g, next)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getBinding(t, g, namespace, first).Status.RequestReferences).To(BeEmpty(), "%s is left once nothing mounts it", first)
+		g.Expect(getServer(t, g, key).Status.Inventory.Entries).NotTo(ContainElement(HaveField("ID", namespace+"_tei_apps_StatefulSet")))
+	}).Should(Succeed())
+}
+
+func TestSingleReplicaStorageChangeSurgesFirst(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "one"))
+	markStatefulSetReady(t, g, key)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	first := waitForBinding(t, g, key, "").Name
+
+	updateServer(t, g, key, fixtures.WithCacheMode(embedopsv1.CacheModeShared))
+	var next types.NamespacedName
+	g.Eventually(func(g Gomega) {
+		sets := statefulSetsOf(t, g, namespace)
+		g.Expect(sets).To(HaveLen(2))
+		next = types.NamespacedName{Namespace: namespace, Name: sets[1].Name}
+		g.Expect(sets[0].Name).To(Equal("one"))
+		g.Expect(replicasOf(&sets[0])).To(Equal(int32(1)), "the only old pod serves until the new one does")
+		g.Expect(replicasOf(&sets[1])).To(Equal(int32(1)))
+		g.Expect(sets[1].Spec.VolumeClaimTemplates).To(BeEmpty(), "the Shared pods mount the binding's claim")
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(replicasOf(statefulSetOf(t, g, key))).To(Equal(int32(1)))
+	}).Should(Succeed())
+
+	markStatefulSetReady(t, g, next)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(t.Context(), key, &appsv1.StatefulSet{})).To(Satisfy(apierrors.IsNotFound))
+		g.Expect(getBinding(t, g, namespace, first).Status.RequestReferences).To(BeEmpty())
+	}).Should(Succeed())
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+}
+
+func TestStorageChangeDuringARolloutDrainsBothOldStatefulSets(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2)))
+	markStatefulSetReady(t, g, key)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+
+	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
+	var middle types.NamespacedName
+	g.Eventually(func(g Gomega) {
+		sets := statefulSetsOf(t, g, namespace)
+		g.Expect(sets).To(HaveLen(2))
+		middle = types.NamespacedName{Namespace: namespace, Name: sets[1].Name}
+		if sets[1].Name == "tei" {
+			middle.Name = sets[0].Name
+		}
+	}).Should(Succeed())
+	markStatefulSetReadyUpTo(t, g, middle, 1)
+	g.Eventually(func(g Gomega) {
+		g.Expect(replicasOf(statefulSetOf(t, g, key))).To(Equal(int32(1)))
+	}).Should(Succeed())
+
+	updateServer(t, g, key, fixtures.WithCacheSize("30Gi"))
+	g.Eventually(func(g Gomega) {
+		sets := statefulSetsOf(t, g, namespace)
+		g.Expect(sets).To(HaveLen(3), "the newest change starts its own StatefulSet; the two before it drain")
+		for _, sts := range sets {
+			if sts.Name != key.Name && sts.Name != middle.Name {
+				g.Expect(replicasOf(&sts)).To(Equal(int32(1)))
+			}
+		}
+	}).Should(Succeed())
+	var last types.NamespacedName
+	for _, sts := range statefulSetsOf(t, g, namespace) {
+		if sts.Name != key.Name && sts.Name != middle.Name {
+			last = client.ObjectKeyFromObject(&sts)
+		}
+	}
+	markStatefulSetReadyUpTo(t, g, last, 1)
+	g.Eventually(func(g Gomega) {
+		g.Expect(replicasOf(statefulSetOf(t, g, last))).To(Equal(int32(2)))
+	}).Should(Succeed())
+	markStatefulSetReady(t, g, last)
+	g.Eventually(func(g Gomega) {
+		g.Expect(statefulSetsOf(t, g, namespace)).To(ConsistOf(HaveField("ObjectMeta.Name", last.Name)))
+	}).Should(Succeed())
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+}
+
+// markStatefulSetReadyUpTo plays the StatefulSet controller: ready of the
+// StatefulSet's replicas are ready, at its current generation.
+func markStatefulSetReadyUpTo(t *testing.T, g *WithT, key types.NamespacedName, ready int32) {
+	t.Helper()
+	setStatefulSetStatus(t, g, key, func(sts *appsv1.StatefulSet) bool {
+		sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: replicasOf(sts),
+			ReadyReplicas: ready, AvailableReplicas: ready, CurrentReplicas: replicasOf(sts), UpdatedReplicas: replicasOf(sts)}
+		return true
+	})
+}
+
+// statefulSetOf reads a StatefulSet.
+func statefulSetOf(t *testing.T, g Gomega, key types.NamespacedName) *appsv1.StatefulSet {
+	t.Helper()
+	sts := &appsv1.StatefulSet{}
+	g.Expect(env.Client.Get(t.Context(), key, sts)).To(Succeed())
+	return sts
+}
+
+// statefulSetsOf lists the namespace's StatefulSets, sorted by name.
+func statefulSetsOf(t *testing.T, g Gomega, namespace string) []appsv1.StatefulSet {
+	t.Helper()
+	var list appsv1.StatefulSetList
+	g.Expect(env.Client.List(t.Context(), &list, client.InNamespace(namespace))).To(Succeed())
+	return list.Items
+}
+
+// bindingOtherThan is the namespace's one binding not named name.
+func bindingOtherThan(t *testing.T, g Gomega, namespace, name string) *embedopsv1.ModelCacheBinding {
+	t.Helper()
+	var list embedopsv1.ModelCacheBindingList
+	g.Expect(env.Client.List(t.Context(), &list, client.InNamespace(namespace))).To(Succeed())
+	var others []embedopsv1.ModelCacheBinding
+	for _, b := range list.Items {
+		if b.Name != name {
+			others = append(others, b)
+		}
+	}
+	g.Expect(others).To(HaveLen(1))
+	return &others[0]
+}
+
+func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	sts := waitForStatefulSet(t, g, key)
+	g.Expect(teiContainer(&sts.Spec.Template).Lifecycle).To(Equal(builder.DrainLifecycle()))
+
+	// A StatefulSet made by a release without the drain, as an upgrade
+	// finds it.
+	edited := sts.DeepCopy()
+	teiContainer(&edited.Spec.Template).Lifecycle = nil
+	g.Expect(env.Client.Update(t.Context(), edited)).To(Succeed())
+	requestReconcile(t, g, key)
+	g.Consistently(func(g Gomega) {
+		live := statefulSetOf(t, g, key)
+		g.Expect(live.Generation).To(Equal(edited.Generation), "the pod template is left as it is")
+		g.Expect(teiContainer(&live.Spec.Template).Lifecycle).To(BeNil())
+	}).Should(Succeed())
+}

@@ -1,0 +1,96 @@
+package decision
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// maxStatefulSetName is the longest StatefulSet name whose pods still get
+// their labels: the StatefulSet controller labels every pod with
+// controller-revision-hash "<name>-<10 characters>" (kubernetes
+// pkg/controller/history/controller_history.go, ControllerRevisionName),
+// and a label value has at most 63 characters.
+const maxStatefulSetName = 52
+
+// rolloutSuffixLength is how many hex digits of the storage's digest a
+// rollout StatefulSet's name carries.
+const rolloutSuffixLength = 6
+
+// StatefulSetNameFor is the StatefulSet whose claim templates make a
+// PerReplica binding's claims: the one it records, else the server's
+// (bindings made before storage changes rolled record none).
+func StatefulSetNameFor(binding *embedopsv1.ModelCacheBinding, server string) string {
+	if name := binding.Spec.Resources.StatefulSetName; name != "" {
+		return name
+	}
+	return server
+}
+
+// RolloutStatefulSetName names the StatefulSet a storage change starts
+// beside the one serving under the server's name: the server's name, cut to
+// leave room, and six hex digits of the storage name's sha256. The same
+// storage always gets the same name, so a reconcile that finds it again
+// does not start a second one.
+func RolloutStatefulSetName(server, storage string) string {
+	sum := sha256.Sum256([]byte(storage))
+	suffix := hex.EncodeToString(sum[:])[:rolloutSuffixLength]
+	prefix := server[:min(len(server), maxStatefulSetName-rolloutSuffixLength-1)]
+	return prefix + "-" + suffix
+}
+
+// SetReplicas are the replicas one StatefulSet of a server asks for and has
+// ready.
+type SetReplicas struct {
+	Name     string
+	Replicas int32
+	Ready    int32
+}
+
+// RolloutStep is the next step of a storage change: the replicas the new
+// StatefulSet asks for, and those each old one keeps (0: delete it).
+type RolloutStep struct {
+	Next int32
+	Old  map[string]int32
+}
+
+// Done reports whether no old StatefulSet keeps a replica.
+func (s RolloutStep) Done() bool {
+	for _, replicas := range s.Old {
+		if replicas > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// PlanRollout moves a server of desired replicas from its old
+// StatefulSets to next, surge first: next starts up to surge pods (at least
+// one) beyond those ready, never more than desired; the old ones keep as
+// many replicas as next lacks ready ones, those with more ready pods first.
+// So the ready pods of the server never drop below desired while the old
+// ones were all ready, and an old pod goes only once a new one serves in
+// its place. The same observation always gives the same step; a newer
+// storage change simply becomes next, and the half-filled StatefulSet of
+// the previous one drains with the other old ones.
+func PlanRollout(desired, surge int32, next SetReplicas, old []SetReplicas) RolloutStep {
+	desired, surge = max(desired, 0), max(surge, 1)
+	step := RolloutStep{
+		Next: min(desired, max(next.Replicas, next.Ready+surge)),
+		Old:  make(map[string]int32, len(old)),
+	}
+	budget := max(desired-next.Ready, 0)
+	sorted := slices.Clone(old)
+	slices.SortFunc(sorted, func(a, b SetReplicas) int {
+		return cmp.Or(cmp.Compare(b.Ready, a.Ready), cmp.Compare(a.Name, b.Name))
+	})
+	for _, set := range sorted {
+		keep := min(max(set.Replicas, 0), budget)
+		step.Old[set.Name] = keep
+		budget -= keep
+	}
+	return step
+}

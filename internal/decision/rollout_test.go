@@ -1,0 +1,80 @@
+package decision_test
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/embedops/embedops/internal/decision"
+)
+
+func TestPlanRolloutKeepsTheReadyPodsAtTheDesiredCount(t *testing.T) {
+	old := func(name string, replicas, ready int32) decision.SetReplicas {
+		return decision.SetReplicas{Name: name, Replicas: replicas, Ready: ready}
+	}
+	cases := []struct {
+		name    string
+		desired int32
+		surge   int32
+		next    decision.SetReplicas
+		old     []decision.SetReplicas
+		want    decision.RolloutStep
+		done    bool
+	}{
+		{"starts one new pod beside three ready old ones", 3, 1, old("n", 0, 0), []decision.SetReplicas{old("o", 3, 3)},
+			decision.RolloutStep{Next: 1, Old: map[string]int32{"o": 3}}, false},
+		{"an old pod goes once a new one is ready", 3, 1, old("n", 1, 1), []decision.SetReplicas{old("o", 3, 3)},
+			decision.RolloutStep{Next: 2, Old: map[string]int32{"o": 2}}, false},
+		{"a new pod not ready yet keeps the old ones", 3, 1, old("n", 2, 1), []decision.SetReplicas{old("o", 2, 2)},
+			decision.RolloutStep{Next: 2, Old: map[string]int32{"o": 2}}, false},
+		{"the last old pod goes when all new ones are ready", 3, 1, old("n", 3, 3), []decision.SetReplicas{old("o", 1, 1)},
+			decision.RolloutStep{Next: 3, Old: map[string]int32{"o": 0}}, true},
+		{"a single replica surges first", 1, 1, old("n", 0, 0), []decision.SetReplicas{old("o", 1, 1)},
+			decision.RolloutStep{Next: 1, Old: map[string]int32{"o": 1}}, false},
+		{"a larger budget starts more pods at once", 4, 2, old("n", 0, 0), []decision.SetReplicas{old("o", 4, 4)},
+			decision.RolloutStep{Next: 2, Old: map[string]int32{"o": 4}}, false},
+		{"an old StatefulSet never scales up again", 3, 1, old("n", 2, 0), []decision.SetReplicas{old("o", 1, 1)},
+			decision.RolloutStep{Next: 2, Old: map[string]int32{"o": 1}}, false},
+		{"a newer change drains the half-filled one with fewer ready pods first", 3, 1, old("c", 0, 0),
+			[]decision.SetReplicas{old("b", 2, 1), old("a", 2, 2)},
+			decision.RolloutStep{Next: 1, Old: map[string]int32{"a": 2, "b": 1}}, false},
+		{"scaled to zero, every old StatefulSet goes", 0, 1, old("n", 0, 0), []decision.SetReplicas{old("o", 3, 3)},
+			decision.RolloutStep{Next: 0, Old: map[string]int32{"o": 0}}, true},
+		{"a scale-down during the change caps the new StatefulSet", 2, 1, old("n", 3, 2), []decision.SetReplicas{old("o", 1, 1)},
+			decision.RolloutStep{Next: 2, Old: map[string]int32{"o": 0}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			step := decision.PlanRollout(tc.desired, tc.surge, tc.next, tc.old)
+			g.Expect(step).To(Equal(tc.want))
+			g.Expect(step.Done()).To(Equal(tc.done))
+			ready := tc.next.Ready
+			for _, o := range tc.old {
+				ready += min(o.Ready, step.Old[o.Name])
+			}
+			g.Expect(ready).To(BeNumerically(">=", min(tc.desired, tc.next.Ready+totalReady(tc.old))),
+				"the step takes away a ready pod that no new pod replaces")
+		})
+	}
+}
+
+func totalReady(sets []decision.SetReplicas) int32 {
+	var n int32
+	for _, s := range sets {
+		n += s.Ready
+	}
+	return n
+}
+
+func TestRolloutStatefulSetNameFitsThePodsLabels(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(decision.RolloutStatefulSetName("tei", "bge-abc")).To(MatchRegexp(`^tei-[0-9a-f]{6}$`))
+	g.Expect(decision.RolloutStatefulSetName("tei", "bge-abc")).To(Equal(decision.RolloutStatefulSetName("tei", "bge-abc")))
+	g.Expect(decision.RolloutStatefulSetName("tei", "bge-abc")).NotTo(Equal(decision.RolloutStatefulSetName("tei", "bge-abd")))
+	long := decision.RolloutStatefulSetName(strings.Repeat("a", 52), "bge-abc")
+	// controller-revision-hash is "<statefulset>-<10 characters>", a label
+	// value of at most 63.
+	g.Expect(len(long) + 11).To(BeNumerically("<=", 63))
+}

@@ -125,6 +125,16 @@ const (
 	// RenderInputsTooLargeReason: the GitOps object's render settings are
 	// too large to record; the decision cannot be re-rendered exactly.
 	RenderInputsTooLargeReason = "RenderInputsTooLarge"
+	// MovingToNewStorageReason: a change of the cache decision needs new
+	// volumes; the pods move to a new StatefulSet on them, surge first (an
+	// Event of the server).
+	MovingToNewStorageReason = "MovingToNewStorage"
+	// ClaimExpandingReason: a binding raised a claim's storage request to
+	// its decision's size, in place (an Event of the binding).
+	ClaimExpandingReason = "ClaimExpanding"
+	// ClaimExpansionFailedReason: the API server refused to expand a claim
+	// (an Event of the binding).
+	ClaimExpansionFailedReason = "ClaimExpansionFailed"
 	// ClaimResizedReason: a cache claim was resized by hand.
 	ClaimResizedReason = "ClaimResized"
 	// StorageClassDeletedReason: the StorageClass recorded by a binding was

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,7 @@ func TestTraceFollowsAServerToItsBindingsClaimsAndCommit(t *testing.T) {
 	server.Spec.Cache.Size = new(resource.MustParse("20Gi"))
 	g.Expect(c.Update(t.Context(), server)).To(Succeed())
 	current := boundBinding(t, g, c, server, old.Name)
+	finishRollout(t, g, c, server, old.Name)
 
 	out, _, err := runCLI("", "trace", namespace+"/tei", "--kubeconfig", kubeconfig, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -95,6 +97,28 @@ func boundBinding(t *testing.T, g *WithT, c client.Client, server *embedopsv1.Em
 		g.Expect(binding.Status.RequestReferences).To(ContainElement(HaveField("UID", es.UID)))
 	}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 	return binding
+}
+
+// finishRollout plays the StatefulSet controller, which envtest does not
+// run, until the server's pods moved to the new storage: every StatefulSet
+// of the namespace reports its replicas ready, until the server no longer
+// references the binding named old.
+func finishRollout(t *testing.T, g *WithT, c client.Client, server *embedopsv1.EmbeddingServer, old string) {
+	t.Helper()
+	g.Eventually(func(g Gomega) {
+		var sets appsv1.StatefulSetList
+		g.Expect(c.List(t.Context(), &sets, client.InNamespace(server.Namespace))).To(Succeed())
+		for i := range sets.Items {
+			sts := &sets.Items[i]
+			replicas := *sts.Spec.Replicas
+			sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: replicas, ReadyReplicas: replicas,
+				AvailableReplicas: replicas, CurrentReplicas: replicas, UpdatedReplicas: replicas}
+			_ = c.Status().Update(t.Context(), sts) // a conflict is retried by the next attempt
+		}
+		binding := &embedopsv1.ModelCacheBinding{}
+		g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: server.Namespace, Name: old}, binding)).To(Succeed())
+		g.Expect(binding.Status.RequestReferences).NotTo(ContainElement(HaveField("UID", server.UID)))
+	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
 
 // boundClaim creates a cache claim bound to volume, as the StatefulSet

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -98,7 +99,14 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 	if err := r.untrackClaims(ctx, binding, byName); err != nil {
 		return err
 	}
+	growing, err := r.ledger.ExpandClaims(ctx, binding, byName)
+	if err != nil {
+		return err
+	}
 	ready := decision.CacheReadiness(binding, byName)
+	if growing > 0 {
+		ready.Message += fmt.Sprintf("; %d claims expanding in place to %s", growing, binding.Spec.Decision.Size.String())
+	}
 	if ready.Status == metav1.ConditionTrue {
 		conditions.MarkTrue(server, embedopsv1.CacheReadyCondition, ready.Reason, "%s", ready.Message)
 	} else {

@@ -66,7 +66,7 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 	live := &appsv1.StatefulSet{}
 	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: statefulSet.Name}, live); {
 	case err == nil:
-		keepLiveClaimTemplateLabels(statefulSet, live)
+		keepLiveClaimTemplates(statefulSet, live)
 		keepLiveLifecycle(statefulSet, live)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
@@ -223,6 +223,9 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 		if entry.ObjMetadata.GroupKind == statefulSetKind {
 			if err := r.recordRollout(ctx, scope.server, entry.ObjMetadata.Name); err != nil {
 				return ctrl.Result{}, err
+			}
+			if entry.Action == ssa.CreatedAction && scope.rollout != nil {
+				r.reportNewStorage(ctx, scope)
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,25 +57,25 @@ func untrackPatch(labels map[string]string) []byte {
 	return patch
 }
 
-// keepLiveClaimTemplateLabels gives each desired claim template the labels
-// of the live StatefulSet's template of the same name and spec. Claim
-// templates are immutable (k8s pkg/apis/apps/validation, volumeClaimTemplates
-// "immutable"), so new labels alone would replace the StatefulSet and every
-// pod, for labels the StatefulSet controller never copies to the claims it
-// already made; untrackClaims mends those claims instead.
-func keepLiveClaimTemplateLabels(desired, live *appsv1.StatefulSet) {
+// keepLiveClaimTemplates gives each desired claim template the live
+// StatefulSet's template of the same name, labels and spec. Claim templates
+// are immutable (k8s pkg/apis/apps/validation, volumeClaimTemplates
+// "immutable"), and a template's name carries its storage (the decision
+// digest and the binding's suffix), so under one name only two things can
+// differ: labels, which the StatefulSet controller never copies to the
+// claims it already made (untrackClaims mends those claims instead), and a
+// size grown in place by a successor binding (decision.GrowsInPlace), whose
+// claims the ledger expands (ExpandClaims). Either would otherwise replace
+// the StatefulSet and every pod.
+func keepLiveClaimTemplates(desired, live *appsv1.StatefulSet) {
 	if live == nil {
 		return
 	}
 	for i := range desired.Spec.VolumeClaimTemplates {
 		want := &desired.Spec.VolumeClaimTemplates[i]
 		index := slices.IndexFunc(live.Spec.VolumeClaimTemplates, func(t corev1.PersistentVolumeClaim) bool { return t.Name == want.Name })
-		if index < 0 {
-			continue
-		}
-		have := live.Spec.VolumeClaimTemplates[index]
-		if equality.Semantic.DeepEqual(want.Spec, have.Spec) && !maps.Equal(want.Labels, have.Labels) {
-			want.Labels = maps.Clone(have.Labels)
+		if index >= 0 {
+			live.Spec.VolumeClaimTemplates[index].DeepCopyInto(want)
 		}
 	}
 }

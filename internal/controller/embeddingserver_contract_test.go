@@ -118,26 +118,31 @@ func TestCacheClaimsLoseGitOpsTrackingLabels(t *testing.T) {
 	}).Should(Succeed())
 }
 
-func TestKeepLiveClaimTemplateLabelsSparesTheStatefulSet(t *testing.T) {
+func TestKeepLiveClaimTemplatesSparesTheStatefulSet(t *testing.T) {
 	g := newG(t)
-	template := func(labels map[string]string, size string) corev1.PersistentVolumeClaim {
+	template := func(name string, labels map[string]string, size string) corev1.PersistentVolumeClaim {
 		return corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "cache-1", Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
 			}},
 		}
 	}
 	old := map[string]string{builder.AppInstanceLabel: "s", "a": "b"}
-	live := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{template(old, "10Gi")}}}
-	desired := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{template(map[string]string{"a": "b"}, "10Gi")}}}
-	keepLiveClaimTemplateLabels(desired, live)
-	g.Expect(desired.Spec.VolumeClaimTemplates[0].Labels).To(Equal(old), "labels alone never replace the StatefulSet")
+	live := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{template("cache-1", old, "10Gi")}}}
+	desired := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{template("cache-1", map[string]string{"a": "b"}, "10Gi")}}}
+	keepLiveClaimTemplates(desired, live)
+	g.Expect(desired.Spec.VolumeClaimTemplates).To(Equal(live.Spec.VolumeClaimTemplates), "labels alone never replace the StatefulSet")
 
-	desired = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{template(map[string]string{"a": "b"}, "20Gi")}}}
-	keepLiveClaimTemplateLabels(desired, live)
-	g.Expect(desired.Spec.VolumeClaimTemplates[0].Labels).To(Equal(map[string]string{"a": "b"}), "a template that changes anyway takes the new labels")
-	keepLiveClaimTemplateLabels(desired, nil)
+	desired = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{template("cache-1", map[string]string{"a": "b"}, "20Gi")}}}
+	keepLiveClaimTemplates(desired, live)
+	g.Expect(desired.Spec.VolumeClaimTemplates).To(Equal(live.Spec.VolumeClaimTemplates), "a size grown in place keeps the template; the claims are expanded")
+
+	other := template("cache-2", map[string]string{"a": "b"}, "20Gi")
+	desired = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{other}}}
+	keepLiveClaimTemplates(desired, live)
+	g.Expect(desired.Spec.VolumeClaimTemplates).To(Equal([]corev1.PersistentVolumeClaim{other}), "another storage's template is the desired one")
+	keepLiveClaimTemplates(desired, nil)
 }
 
 func TestServerWithAProxyNoClientCanUseStalls(t *testing.T) {

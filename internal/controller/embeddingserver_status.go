@@ -101,7 +101,7 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 			server.Status.Replicas += old.Status.Replicas
 			server.Status.ReadyReplicas += old.Status.ReadyReplicas
 		}
-		avail = availability{false, embedopsv1.InitializingReason, rolloutMessage(scope, statefulSet)}
+		avail = availability{false, embedopsv1.InitializingReason, rolloutMessage(r.whyNewStorage(ctx, scope), scope, statefulSet)}
 	}
 	if avail.ready {
 		conditions.MarkTrue(server, embedopsv1.ReadyCondition, avail.reason, "%s", avail.message)

@@ -214,8 +214,44 @@ func (r *EmbeddingServerReconciler) storagesInUse(ctx context.Context, scope *se
 	return slices.DeleteFunc(slices.Compact(inUse), func(s string) bool { return s == "" || s == current }), nil
 }
 
-// rolloutMessage says how far a storage change is, for Ready.
-func rolloutMessage(scope *serverScope, next *appsv1.StatefulSet) string {
+// whyNewStorage says why the pods move to new volumes, from the decisions
+// of the binding in use and of a binding of an old StatefulSet's storage,
+// read from the cache; "" when none is known.
+func (r *EmbeddingServerReconciler) whyNewStorage(ctx context.Context, scope *serverScope) string {
+	if scope.binding == nil || scope.rollout == nil {
+		return ""
+	}
+	var bindings embedopsv1.ModelCacheBindingList
+	if err := r.client.List(ctx, &bindings, client.InNamespace(scope.server.Namespace)); err != nil {
+		return ""
+	}
+	for _, old := range scope.rollout.old {
+		storage := storageLabelOf(&old.Spec.Template)
+		for i := range bindings.Items {
+			if storage != "" && decision.StorageName(&bindings.Items[i]) == storage {
+				return decision.WhyNewStorage(decision.Recorded(&bindings.Items[i]), decision.Recorded(scope.binding))
+			}
+		}
+	}
+	return "cache mode None replaces an emptyDir"
+}
+
+// reportNewStorage tells, in an event, that the pods move to a new
+// StatefulSet on new volumes and why; called when that StatefulSet is
+// created.
+func (r *EmbeddingServerReconciler) reportNewStorage(ctx context.Context, scope *serverScope) {
+	why := r.whyNewStorage(ctx, scope)
+	if why == "" {
+		why = "the cache decision changed"
+	}
+	r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason, "Rollout",
+		"moving %d replicas to new volumes on StatefulSet %s, one at a time beside the serving ones: %s",
+		scope.server.GetReplicas(), scope.statefulSetName, why)
+}
+
+// rolloutMessage says why the pods move to new volumes and how far they
+// are, for Ready.
+func rolloutMessage(why string, scope *serverScope, next *appsv1.StatefulSet) string {
 	ready := int32(0)
 	if next != nil {
 		ready = next.Status.ReadyReplicas
@@ -224,6 +260,9 @@ func rolloutMessage(scope *serverScope, next *appsv1.StatefulSet) string {
 	for _, sts := range scope.rollout.old {
 		old = append(old, fmt.Sprintf("%s (%d ready)", sts.Name, sts.Status.ReadyReplicas))
 	}
-	return fmt.Sprintf("moving to new cache storage: %d/%d replicas of StatefulSet %s ready; serving meanwhile: %s",
-		ready, scope.server.GetReplicas(), scope.statefulSetName, strings.Join(old, ", "))
+	if why != "" {
+		why = " (" + why + ")"
+	}
+	return fmt.Sprintf("moving to new cache storage%s: %d/%d replicas of StatefulSet %s ready; serving meanwhile: %s",
+		why, ready, scope.server.GetReplicas(), scope.statefulSetName, strings.Join(old, ", "))
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,7 +45,7 @@ func TestStorageChangeRollsSurgeFirst(t *testing.T) {
 			g.Expect(replicasOf(statefulSetOf(t, g, key))).To(Equal(3-ready), "an old pod goes only once a new one is ready")
 			server := getServer(t, g, key)
 			g.Expect(conditions.IsFalse(server, embedopsv1.ReadyCondition)).To(BeTrue())
-			g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(ContainSubstring("moving to new cache storage"))
+			g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(ContainSubstring("moving to new cache storage (size 20Gi replaces 10Gi, and the claims cannot grow in place"))
 			g.Expect(getBinding(t, g, namespace, first).Status.RequestReferences).NotTo(BeEmpty(), "the old pods still mount %s", first)
 		}).Should(Succeed())
 		markStatefulSetReady(t, g, key)
@@ -53,6 +54,8 @@ func TestStorageChangeRollsSurgeFirst(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(t.Context(), key, &appsv1.StatefulSet{})).To(Satisfy(apierrors.IsNotFound), "the old StatefulSet goes once every new pod serves")
 	}).Should(Succeed())
+	g.Expect(eventsAbout(t, g, namespace, key.Name, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason)).To(ConsistOf(HaveField("Message",
+		HavePrefix("moving 3 replicas to new volumes on StatefulSet "+next.Name+", one at a time beside the serving ones: size 20Gi replaces 10Gi, and the claims cannot grow in place"))))
 	markStatefulSetReady(t, g, next)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
 	g.Eventually(func(g Gomega) {

@@ -149,11 +149,17 @@ func isNotFound(t *testing.T, obj client.Object, key types.NamespacedName) func(
 // warningEvents returns the Warning events about an object with the reason.
 func warningEvents(t *testing.T, g Gomega, namespace, name, reason string) []corev1.Event {
 	t.Helper()
+	return eventsAbout(t, g, namespace, name, corev1.EventTypeWarning, reason)
+}
+
+// eventsAbout returns the events of a type about an object with the reason.
+func eventsAbout(t *testing.T, g Gomega, namespace, name, eventType, reason string) []corev1.Event {
+	t.Helper()
 	var events corev1.EventList
 	g.Expect(env.Client.List(t.Context(), &events, client.InNamespace(namespace))).To(Succeed())
 	var found []corev1.Event
 	for _, e := range events.Items {
-		if e.InvolvedObject.Name == name && e.Type == corev1.EventTypeWarning && e.Reason == reason {
+		if e.InvolvedObject.Name == name && e.Type == eventType && e.Reason == reason {
 			found = append(found, e)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -93,4 +94,34 @@ func PlanRollout(desired, surge int32, next SetReplicas, old []SetReplicas) Roll
 		budget -= keep
 	}
 	return step
+}
+
+// WhyNewStorage says why decision next cannot be served from the storage
+// of decision old, so the pods move to new volumes: the first part of the
+// storage that differs. A smaller size is named as such: claims never
+// shrink (k8s pkg/apis/core/validation, ValidatePersistentVolumeClaimUpdate:
+// "field can not be less than previous value").
+func WhyNewStorage(old, next *Decision) string {
+	a, b := old.Decision, next.Decision
+	switch {
+	case old.Identity.Model != next.Identity.Model:
+		return fmt.Sprintf("model %s replaces %s", next.Identity.Model, old.Identity.Model)
+	case old.Identity.Revision != next.Identity.Revision:
+		return fmt.Sprintf("revision %s replaces %s", next.Identity.Revision, old.Identity.Revision)
+	case a.Mode != b.Mode:
+		return fmt.Sprintf("cache mode %s replaces %s", b.Mode, a.Mode)
+	case a.ExistingClaim != b.ExistingClaim:
+		return "another existing claim"
+	case a.StorageClassName != b.StorageClassName:
+		return fmt.Sprintf("StorageClass %q replaces %q", b.StorageClassName, a.StorageClassName)
+	case b.Size.Cmp(a.Size) < 0:
+		return fmt.Sprintf("size %s is below %s, and a claim cannot shrink", b.Size.String(), a.Size.String())
+	case b.Size.Cmp(a.Size) > 0:
+		return fmt.Sprintf("size %s replaces %s, and the claims cannot grow in place: their StorageClass does not allow volume expansion, or another server uses them",
+			b.Size.String(), a.Size.String())
+	case old.Identity.Key != next.Identity.Key:
+		return "the cache's sharing domain changed"
+	default:
+		return "access modes or reclaim policy changed"
+	}
 }

@@ -3,10 +3,13 @@ package decision_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/test/fixtures"
 )
 
 func TestPlanRolloutKeepsTheReadyPodsAtTheDesiredCount(t *testing.T) {
@@ -77,4 +80,34 @@ func TestRolloutStatefulSetNameFitsThePodsLabels(t *testing.T) {
 	// controller-revision-hash is "<statefulset>-<10 characters>", a label
 	// value of at most 63.
 	g.Expect(len(long) + 11).To(BeNumerically("<=", 63))
+}
+
+func TestWhyNewStorageNamesTheFirstDifference(t *testing.T) {
+	g := NewWithT(t)
+	base := func(mutate ...fixtures.Option) *decision.Decision {
+		d, err := decision.For(fixtures.EmbeddingServer("ns", "tei", mutate...))
+		g.Expect(err).NotTo(HaveOccurred())
+		return d
+	}
+	old := base(fixtures.WithCacheSize("10Gi"))
+	g.Expect(decision.WhyNewStorage(old, base(fixtures.WithCacheSize("5Gi")))).To(Equal("size 5Gi is below 10Gi, and a claim cannot shrink"))
+	g.Expect(decision.WhyNewStorage(old, base(fixtures.WithCacheSize("20Gi")))).To(HavePrefix("size 20Gi replaces 10Gi, and the claims cannot grow in place"))
+	g.Expect(decision.WhyNewStorage(old, base(fixtures.WithCacheSize("10Gi"), fixtures.WithStorageClass("fast")))).To(Equal(`StorageClass "fast" replaces ""`))
+	g.Expect(decision.WhyNewStorage(old, base(fixtures.WithCacheSize("10Gi"), fixtures.WithCacheMode(embedopsv1.CacheModeShared)))).To(Equal("cache mode Shared replaces PerReplica"))
+}
+
+func TestGrowsInPlaceOnlyForALargerSizeOfTheSameStorage(t *testing.T) {
+	g := NewWithT(t)
+	decide := func(options ...fixtures.Option) *decision.Decision {
+		d, err := decision.For(fixtures.EmbeddingServer("ns", "tei", options...))
+		g.Expect(err).NotTo(HaveOccurred())
+		return d
+	}
+	recorded := recordingOf(decide(fixtures.WithCacheSize("10Gi")), "b")
+	g.Expect(decision.GrowsInPlace(recorded, decide(fixtures.WithCacheSize("20Gi")))).To(BeTrue())
+	g.Expect(decision.GrowsInPlace(recorded, decide(fixtures.WithCacheSize("20Gi"), fixtures.WithRetainFor(time.Minute)))).To(BeTrue(), "retainFor may change with it")
+	g.Expect(decision.GrowsInPlace(recorded, decide(fixtures.WithCacheSize("10Gi")))).To(BeFalse(), "the same size is not growth")
+	g.Expect(decision.GrowsInPlace(recorded, decide(fixtures.WithCacheSize("5Gi")))).To(BeFalse(), "a claim cannot shrink")
+	g.Expect(decision.GrowsInPlace(recorded, decide(fixtures.WithCacheSize("20Gi"), fixtures.WithStorageClass("fast")))).To(BeFalse())
+	g.Expect(decision.GrowsInPlace(recorded, decide(fixtures.WithCacheSize("20Gi"), fixtures.WithModel("other/model", "")))).To(BeFalse())
 }

@@ -69,6 +69,20 @@ func SameStoragePart(a, b *Decision) bool {
 		a.Decision.ExistingClaim == b.Decision.ExistingClaim
 }
 
+// GrowsInPlace reports whether d differs from the binding's decision in a
+// larger size (and at most retainFor besides), so the binding's claims can
+// serve it once expanded, where their StorageClass allows expansion. An
+// existing claim is the user's: never expanded.
+func GrowsInPlace(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
+	recorded := Recorded(binding)
+	if d.Decision.ExistingClaim != "" || d.Decision.Size.Cmp(recorded.Decision.Size) <= 0 {
+		return false
+	}
+	grown := *d
+	grown.Decision.Size = recorded.Decision.Size
+	return SameStoragePart(recorded, &grown)
+}
+
 // Supersedable reports whether the server with uid may hand the binding's
 // storage to a successor: Active, not being deleted and referenced by that
 // server alone.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -48,7 +49,7 @@ func RunRollout(ctx context.Context, opts ScaleOptions) (_ *RolloutReport, err e
 		return nil, err
 	}
 	env.logf("running %s through every change of its cache", key.Name)
-	results, err := rollout.Run(ctx, env.Client, env.Cluster.Clientset, key, rollout.Changes(class), opts.Timeout)
+	results, err := rollout.Run(ctx, env.Client, env.Cluster.Clientset, key, rollout.Changes(2*time.Hour, class), opts.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -61,10 +62,11 @@ func (e *Env) createRolloutObjects(ctx context.Context, namespace, class string)
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 		&storagev1.StorageClass{
-			ObjectMeta:        metav1.ObjectMeta{Name: class},
-			Provisioner:       harness.ProvisionerName,
-			ReclaimPolicy:     new(corev1.PersistentVolumeReclaimDelete),
-			VolumeBindingMode: new(storagev1.VolumeBindingImmediate),
+			ObjectMeta:           metav1.ObjectMeta{Name: class},
+			Provisioner:          harness.ProvisionerName,
+			ReclaimPolicy:        new(corev1.PersistentVolumeReclaimDelete),
+			VolumeBindingMode:    new(storagev1.VolumeBindingImmediate),
+			AllowVolumeExpansion: new(true),
 		},
 		&embedopsv1.EmbeddingServer{
 			ObjectMeta: metav1.ObjectMeta{Name: "rolling", Namespace: namespace},

@@ -144,11 +144,21 @@ func NoStuckDeletions(s *Snapshot) []string {
 }
 
 // ReleasedBindingsHoldNoClaims checks that a Released binding's claims are
-// gone: one still there would never be deleted by anyone.
+// gone or listed by a binding that is not Released (the successor a
+// superseded binding handed them to): one nobody lists would never be
+// deleted by anyone.
 func ReleasedBindingsHoldNoClaims(s *Snapshot) []string {
 	claims := map[string]bool{}
 	for _, claim := range s.Claims {
 		claims[claim.Name] = true
+	}
+	held := map[string]bool{}
+	for _, binding := range s.Bindings {
+		if binding.Status.Phase != embedopsv1.BindingReleased {
+			for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
+				held[name] = true
+			}
+		}
 	}
 	var violations []string
 	for _, binding := range s.Bindings {
@@ -156,8 +166,8 @@ func ReleasedBindingsHoldNoClaims(s *Snapshot) []string {
 			continue
 		}
 		for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
-			if claims[name] {
-				violations = append(violations, fmt.Sprintf("binding %s is Released but its claim %s exists", binding.Name, name))
+			if claims[name] && !held[name] {
+				violations = append(violations, fmt.Sprintf("binding %s is Released but its claim %s exists, listed by no binding in use", binding.Name, name))
 			}
 		}
 	}

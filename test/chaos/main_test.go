@@ -23,7 +23,8 @@ var (
 )
 
 // fastClass is a second StorageClass of the test provisioner, so that a
-// change of class rotates a server's binding.
+// change of class rotates a server's binding; it allows volume expansion,
+// so that a larger size grows its claims in place.
 const fastClass = "fast"
 
 // Shared by the tests, which run one after another: each runs its own
@@ -51,10 +52,11 @@ func setUp(dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	class := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: fastClass},
-		Provisioner:       harness.ProvisionerName,
-		ReclaimPolicy:     new(corev1.PersistentVolumeReclaimDelete),
-		VolumeBindingMode: new(storagev1.VolumeBindingImmediate),
+		ObjectMeta:           metav1.ObjectMeta{Name: fastClass},
+		Provisioner:          harness.ProvisionerName,
+		ReclaimPolicy:        new(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode:    new(storagev1.VolumeBindingImmediate),
+		AllowVolumeExpansion: new(true),
 	}
 	if err := cluster.Client.Create(ctx, class); err != nil {
 		return fmt.Errorf("creating StorageClass %s: %w", fastClass, err)

@@ -20,9 +20,10 @@ const rollingReplicas = 3
 
 // TestControllerKilledInTheMiddleOfEachStorageChange runs a 3-replica
 // PerReplica server, whose bindings retire at once, through each change of
-// its cache (retainFor, revision, size, class, mode) and kills the
-// controller in the middle of each: once the new StatefulSet exists beside
-// the old one, or at a random moment for retainFor, which starts none.
+// its cache (retainFor to 1s, so the teardown drains; revision, size,
+// class, mode) and kills the controller in the middle of each: once the new
+// StatefulSet exists beside the old one, or at a random moment for
+// retainFor, which starts none.
 // After each change the namespace must converge with every invariant
 // holding (the change completes); at the end no claim was deleted while
 // its binding needed it or a pod mounted it.
@@ -38,7 +39,7 @@ func TestControllerKilledInTheMiddleOfEachStorageChange(t *testing.T) {
 	}
 	run.fleet.slots[0] = server.Name
 	run.settle(ctx)
-	for _, c := range rollout.Changes(fastClass) {
+	for _, c := range rollout.Changes(time.Second, fastClass) {
 		if err := run.fleet.update(ctx, server.Name, change{name: c.Name, apply: func(_ *fleet, s *embedopsv1.EmbeddingServer) { c.Apply(s) }}); err != nil {
 			t.Fatal(err)
 		}

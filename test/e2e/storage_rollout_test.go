@@ -30,13 +30,13 @@ func TestStorageChangesKeepTwoOfThreeReplicasServing(t *testing.T) {
 	key := client.ObjectKeyFromObject(server)
 	expectReady(t, key, metav1.ConditionTrue, embedopsv1.AvailableReason)
 
-	results, err := rollout.Run(t.Context(), cluster.Client, cluster.Clientset, key, rollout.Changes(other), settle)
+	results, err := rollout.Run(t.Context(), cluster.Client, cluster.Clientset, key, rollout.Changes(2*time.Hour, other), settle)
 	for _, r := range results {
 		t.Logf("%-13s fewest ready endpoints %d of %d (%d samples), done in %.1fs, StatefulSet %s -> %s",
 			r.Change, r.FewestReady, r.Replicas, r.Samples, r.Seconds, r.From, r.To)
 	}
 	g.Expect(err).NotTo(HaveOccurred())
-	changes := rollout.Changes(other)
+	changes := rollout.Changes(2*time.Hour, other)
 	g.Expect(results).To(HaveLen(len(changes)))
 	for i, r := range results {
 		g.Expect(r.FewestReady).To(BeNumerically(">=", 2), "%s: the Service's ready endpoints dropped below 2", r.Change)
@@ -54,10 +54,11 @@ func TestStorageChangesKeepTwoOfThreeReplicasServing(t *testing.T) {
 func createStorageClass(t *testing.T, g *WithT, name string) string {
 	t.Helper()
 	class := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       harness.ProvisionerName,
-		ReclaimPolicy:     new(corev1.PersistentVolumeReclaimDelete),
-		VolumeBindingMode: new(storagev1.VolumeBindingImmediate),
+		ObjectMeta:           metav1.ObjectMeta{Name: name},
+		Provisioner:          harness.ProvisionerName,
+		ReclaimPolicy:        new(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode:    new(storagev1.VolumeBindingImmediate),
+		AllowVolumeExpansion: new(true),
 	}
 	g.Expect(cluster.Client.Create(t.Context(), class)).To(Succeed())
 	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), class) })

@@ -125,7 +125,9 @@ func RunWithEnv(m *testing.M, env **Env, opts EnvOptions) int {
 		return 1
 	}
 	*env = started
+	done := StopOnSignal("envtest", started.Stop)
 	code := m.Run()
+	done()
 	if err := started.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		if code == 0 {

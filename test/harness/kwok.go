@@ -370,7 +370,9 @@ func RunWithCluster(m *testing.M, cluster **Cluster, opts ClusterOptions, setups
 		return 1
 	}
 	*cluster = started
+	done := StopOnSignal("the local cluster", started.Stop)
 	code := runWithSetups(m, started, dir, setups)
+	done()
 	if err := started.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if code == 0 {

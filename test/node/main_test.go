@@ -61,6 +61,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Printf("node: %s started in %s (%s)\n", node.Name, time.Since(began).Round(time.Millisecond), node.Dir)
+	done := harness.StopOnSignal("the node", node.Stop)
 	code := 1
 	if err := installOperator(ctx, filepath.Join(dir, "operator")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -75,6 +76,7 @@ func run(m *testing.M) int {
 		}
 		fmt.Println("node: component logs kept in", logs)
 	}
+	done()
 	stopping := time.Now()
 	if err := node.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the node:", err)

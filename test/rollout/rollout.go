@@ -41,16 +41,19 @@ type Change struct {
 	Rolls bool
 }
 
-// Changes are the changes, in order: retainFor, revision, size,
-// StorageClass (to otherClass) and mode.
-func Changes(otherClass string) []Change {
+// Changes are the changes, in order: retainFor (to retainFor),
+// revision, size (onto new volumes: the cluster's default class does not
+// expand), StorageClass (to expandable, which must allow volume
+// expansion), size again (grown in place) and mode.
+func Changes(retainFor time.Duration, expandable string) []Change {
 	return []Change{
 		{"retainFor", func(s *embedopsv1.EmbeddingServer) {
-			s.Spec.Cache.RetainFor = &metav1.Duration{Duration: 2 * time.Hour}
+			s.Spec.Cache.RetainFor = &metav1.Duration{Duration: retainFor}
 		}, false},
 		{"revision", func(s *embedopsv1.EmbeddingServer) { s.Spec.Model.Revision = "refs/pr/1" }, true},
 		{"size", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Size = new(resource.MustParse("20Gi")) }, true},
-		{"storage class", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.StorageClassName = otherClass }, true},
+		{"storage class", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.StorageClassName = expandable }, true},
+		{"size in place", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Size = new(resource.MustParse("30Gi")) }, false},
 		{"mode", func(s *embedopsv1.EmbeddingServer) { s.Spec.Cache.Mode = embedopsv1.CacheModeShared }, true},
 	}
 }

@@ -85,6 +85,19 @@
 // Bindings made before these fields keep their own names: an upgrade
 // replaces nothing.
 //
+// # A larger size grows in place
+//
+// A new decision that differs from the binding the server uses only in a
+// larger size (and perhaps retainFor; decision.GrowsInPlace) supersedes it
+// as a retainFor change does, when the server is its only user and its
+// StorageClass allows volume expansion (classExpands): the successor takes
+// over the claims and the names the StatefulSet carries for them, and
+// ExpandClaims raises each Bound claim's request to the new size. The
+// StatefulSet keeps its claim template (immutable; the controller keeps the
+// live one under the same name), so its pods are not restarted; a claim it
+// makes later from that template is expanded the same way. A smaller size,
+// or a class that does not expand, rolls onto new volumes as below.
+//
 // # Storage changes roll
 //
 // New storage means new pods: claim templates cannot change in place, and a

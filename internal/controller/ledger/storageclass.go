@@ -38,3 +38,15 @@ func storageClassOf(ctx context.Context, reader client.Reader, name string) (*st
 	}
 	return nil, nil
 }
+
+// classExpands reports whether the named StorageClass (the default for "")
+// allows volume expansion, read from the cache: the API server's
+// PersistentVolumeClaimResize admission refuses a larger request otherwise
+// (k8s plugin/pkg/admission/storage/persistentvolume/resize).
+func (l *Ledger) classExpands(ctx context.Context, name string) (bool, error) {
+	class, err := storageClassOf(ctx, l.client, name)
+	if err != nil || class == nil {
+		return false, err
+	}
+	return class.AllowVolumeExpansion != nil && *class.AllowVolumeExpansion, nil
+}

@@ -47,10 +47,20 @@ func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSe
 			return nil, nil
 		}
 		// A binding of d itself is the server's to use, not to supersede: the
-		// cache did not show it yet.
-		// A server moved to another shard keeps no storage of the old one.
-		if decision.Supersedable(binding, server.UID) && decision.SameStorage(binding, d) && !decision.MatchesDecision(binding, d) &&
-			decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
+		// cache did not show it yet. A server moved to another shard keeps no
+		// storage of the old one.
+		if !decision.Supersedable(binding, server.UID) || decision.MatchesDecision(binding, d) ||
+			!decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
+			return nil, nil
+		}
+		if decision.SameStorage(binding, d) {
+			return binding, nil
+		}
+		if decision.GrowsInPlace(binding, d) {
+			expands, err := l.classExpands(ctx, d.Decision.StorageClassName)
+			if err != nil || !expands {
+				return nil, err
+			}
 			return binding, nil
 		}
 		return nil, nil

@@ -23,6 +23,10 @@ const (
 	// PopulatesLabel names the binding whose Shared claim a populate Job
 	// and its pod fill.
 	PopulatesLabel = "embedops.dev/populates"
+	// ShardLabel is Flux's sharding key: a controller started with
+	// --watch-label-selector=sharding.fluxcd.io/key=<shard> reconciles the
+	// servers carrying <shard>, and the bindings it creates carry it too.
+	ShardLabel = "sharding.fluxcd.io/key"
 	// SourceRevisionAnnotation declares the git revision of a manifest.
 	SourceRevisionAnnotation = "embedops.dev/source-revision"
 	// SourceRepositoryAnnotation declares the git repository of a manifest.

@@ -53,6 +53,7 @@ func main() {
 		"How long a Shared cache's populate Job may run (its activeDeadlineSeconds) before it fails and the server reports why; 0 means no deadline.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader election lease; empty means the controller's own namespace (set it outside a cluster).")
+	controller.BindWatchFlags(flag.CommandLine, &opts.Watch)
 	opts.LeaderElection.BindFlags(flag.CommandLine)
 	clientOptions.BindFlags(flag.CommandLine)
 	logOptions.BindFlags(flag.CommandLine)

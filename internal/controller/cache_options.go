@@ -25,9 +25,17 @@ import (
 // embedopsv1.PopulatesLabel, so memory grows with the servers, not with the
 // cluster. Pods are trimmed to what the diagnostics read. Secrets are not
 // cached at all (see ClientOptions).
-func CacheOptions() cache.Options {
+//
+// EmbeddingServers and ModelCacheBindings are listed and watched only when
+// they match watch, the --watch-label-selector of a shard (Flux's
+// sharding): a binding carries its server's shard labels (ShardKeys), so a
+// shard sees the bindings of its servers and no others. Children are
+// selected by embedops' own labels, whatever their server's shard, so no
+// shard misses its servers' children; a server's reconcile reads only its
+// own children.
+func CacheOptions(watch labels.Selector) cache.Options {
 	owned := ownedSelector()
-	return cache.Options{
+	options := cache.Options{
 		DefaultTransform: stripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                   {Label: owned, Transform: trimPod},
@@ -39,6 +47,11 @@ func CacheOptions() cache.Options {
 			&batchv1.Job{}:                  {Label: labelExists(embedopsv1.PopulatesLabel), Transform: stripManagedFields},
 		},
 	}
+	if watch != nil && !watch.Empty() {
+		options.ByObject[&embedopsv1.EmbeddingServer{}] = cache.ByObject{Label: watch, Transform: stripManagedFields}
+		options.ByObject[&embedopsv1.ModelCacheBinding{}] = cache.ByObject{Label: watch, Transform: stripManagedFields}
+	}
+	return options
 }
 
 // ClientOptions returns the manager's client options: Secrets are never read

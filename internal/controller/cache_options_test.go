@@ -35,7 +35,7 @@ func labelledPod(namespace, name string) *corev1.Pod {
 
 func TestCacheOptionsRestrictOwnedKindsToLabelledObjects(t *testing.T) {
 	g := NewWithT(t)
-	options := CacheOptions()
+	options := CacheOptions(nil)
 	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
 		&policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
 		found := false
@@ -104,7 +104,7 @@ func TestCacheHoldsOnlyLabelledTrimmedPods(t *testing.T) {
 	}
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
 
-	options := CacheOptions()
+	options := CacheOptions(nil)
 	options.Scheme = env.Scheme
 	options.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	informers, err := cache.New(env.Config, options)

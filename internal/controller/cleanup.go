@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -86,28 +88,43 @@ func Cleanup(ctx context.Context, c client.Client, opts CleanupOptions) (Cleanup
 	return report, nil
 }
 
-// checkNoLeader refuses when the controller's lease is held and unexpired.
+// checkNoLeader refuses when a controller's lease, the main one's or a
+// shard's (ShardLeaderElectionID), is held and unexpired.
 func checkNoLeader(ctx context.Context, c client.Client, opts CleanupOptions) error {
 	namespace := opts.LeaseNamespace
 	if namespace == "" {
 		namespace = DefaultControllerNamespace
 	}
-	lease := &coordinationv1.Lease{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaderElectionID}, lease)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the leader lease %s/%s: %w", namespace, LeaderElectionID, err)
+	var leases coordinationv1.LeaseList
+	if err := c.List(ctx, &leases, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing the leader leases in %s: %w", namespace, err)
 	}
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
 	}
-	if holder, held := leaseHeld(lease, now()); held {
-		return fmt.Errorf("%w (%s, lease %s/%s): stop the controller first, or pass --force", ErrControllerRunning, holder, namespace, LeaderElectionID)
+	for i := range leases.Items {
+		lease := &leases.Items[i]
+		if !isControllerLease(lease.Name) {
+			continue
+		}
+		if holder, held := leaseHeld(lease, now()); held {
+			return fmt.Errorf("%w (%s, lease %s/%s): stop the controller first, or pass --force", ErrControllerRunning, holder, namespace, lease.Name)
+		}
 	}
 	return nil
+}
+
+// isControllerLease reports whether a lease is LeaderElectionID or a
+// shard's, LeaderElectionID suffixed by leaderelection.GenerateID with "-"
+// and eight hex digits.
+func isControllerLease(name string) bool {
+	suffix, found := strings.CutPrefix(name, LeaderElectionID+"-")
+	if !found {
+		return name == LeaderElectionID
+	}
+	_, err := hex.DecodeString(suffix)
+	return len(suffix) == 8 && err == nil
 }
 
 // leaseHeld reports the holder of a lease renewed within its duration.

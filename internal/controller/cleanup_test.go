@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,5 +34,18 @@ func TestLeaseHeld(t *testing.T) {
 			_, held := leaseHeld(tc.lease, now)
 			NewWithT(t).Expect(held).To(Equal(tc.held))
 		})
+	}
+}
+
+func TestIsControllerLease(t *testing.T) {
+	shard := ShardLeaderElectionID(runtimectrl.WatchOptions{LabelSelector: "sharding.fluxcd.io/key=shard1"})
+	for name, want := range map[string]bool{
+		LeaderElectionID:               true,
+		shard:                          true,
+		LeaderElectionID + "-zz":       false,
+		LeaderElectionID + "-0123456z": false,
+		"other-controller-leader":      false,
+	} {
+		NewWithT(t).Expect(isControllerLease(name)).To(Equal(want), name)
 	}
 }

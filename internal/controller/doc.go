@@ -110,10 +110,19 @@
 //     the first listing of a server's bindings in this process (a previous
 //     leader's last references may not be cached yet), and, only when a
 //     binding's storage is handed to a successor, the bindings of that
-//     chain and the claims whose controller reference moves;
+//     chain and the claims whose controller reference moves, and, in a
+//     shard (--watch-label-selector), the names of a new binding's
+//     decision that other shards took;
 //   - a populate Job's pods once it finished (their pods are not cached),
 //     provenance (Flux and Argo CD objects) when a binding is created, and a
 //     referencing server the cache does not know.
+//
+// Sharding follows Flux's: with --watch-label-selector the controller lists
+// and watches only the servers and bindings the selector matches
+// (CacheOptions), a binding carries its server's shard labels (ShardKeys),
+// and the ledger writes no binding the selector does not match, however it
+// was read. A binding whose server moved to another shard drops the
+// server's reference in the binding's own shard.
 //
 // Every write to a ModelCacheBinding goes through one ledger.Ledger, shared
 // by both reconcilers; the package ledger states the lifecycle's rules (the

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/probes"
@@ -19,7 +20,8 @@ import (
 	"github.com/embedops/embedops/internal/controller/ledger"
 )
 
-// LeaderElectionID names the lease the controller replicas compete for.
+// LeaderElectionID names the lease the controller replicas compete for;
+// each shard's replicas compete for a lease of their own (ShardLeaderElectionID).
 const LeaderElectionID = "embedops-controller-leader"
 
 // ManagerOptions configure the controller manager.
@@ -47,6 +49,9 @@ type ManagerOptions struct {
 	EmbeddingServer EmbeddingServerReconcilerOptions
 	// ModelCacheBinding configures the ModelCacheBinding reconciler.
 	ModelCacheBinding ModelCacheBindingReconcilerOptions
+	// Watch holds Flux's --watch-label-selector: a shard's controller
+	// reconciles only the servers and bindings it selects.
+	Watch runtimectrl.WatchOptions
 }
 
 // NewScheme returns the scheme of every kind the controller reads.
@@ -69,15 +74,19 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	watch, err := WatchSelector(opts.Watch)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         CacheOptions(),
+		Cache:                         CacheOptions(watch),
 		Client:                        ClientOptions(),
 		Metrics:                       MetricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
-		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionID:              ShardLeaderElectionID(opts.Watch),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: opts.LeaderElection.ReleaseOnCancel,
 		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
@@ -127,13 +136,18 @@ func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.ModelCacheBinding{}, storageIndex, storageNames); err != nil {
 		return fmt.Errorf("indexing bindings by storage: %w", err)
 	}
+	watch, err := WatchSelector(opts.Watch)
+	if err != nil {
+		return err
+	}
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, ledger.Options{
 		HistoryLimit: opts.ModelCacheBinding.HistoryLimit, ReleaseInterval: opts.ModelCacheBinding.ReleaseInterval,
+		ShardKeys: ShardKeys(watch), Selector: watch,
 	})
 	if err := (&EmbeddingServerReconciler{}).SetupWithManager(ctx, mgr, recorder, l, opts.EmbeddingServer); err != nil {
 		return fmt.Errorf("setting up the EmbeddingServer reconciler: %w", err)
 	}
-	if err := (&ModelCacheBindingReconciler{}).SetupWithManager(mgr, l); err != nil {
+	if err := (&ModelCacheBindingReconciler{shardKeys: ShardKeys(watch)}).SetupWithManager(mgr, l); err != nil {
 		return fmt.Errorf("setting up the ModelCacheBinding reconciler: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,8 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -39,6 +43,8 @@ type ModelCacheBindingReconcilerOptions struct {
 type ModelCacheBindingReconciler struct {
 	client client.Client
 	ledger *ledger.Ledger
+	// shardKeys are the labels that place a server in a shard (ShardKeys).
+	shardKeys []string
 }
 
 // SetupWithManager wires the reconciler into mgr: bindings, the claims they
@@ -55,6 +61,12 @@ func (r *ModelCacheBindingReconciler) SetupWithManager(mgr ctrl.Manager, l *ledg
 		// may retire.
 		Watches(&embedopsv1.ModelCacheBinding{}, handler.EnqueueRequestsFromMapFunc(successorOfBinding)).
 		Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfStorageClass)).
+		// A server that leaves the shard (relabelled out of the watch
+		// selector: its informer reports a delete) or changes its shard
+		// labels leaves its bindings here to their shard's controller,
+		// which drops its reference (ledger: dropDanglingReferences).
+		Watches(&embedopsv1.EmbeddingServer{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfServer),
+			builder.WithPredicates(r.shardChanged())).
 		Complete(r)
 }
 
@@ -114,6 +126,36 @@ func successorOfBinding(_ context.Context, obj client.Object) []reconcile.Reques
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: binding.Namespace, Name: binding.Status.SupersededBy}}}
+}
+
+// bindingsOfServer maps a server to the bindings that reference it.
+func (r *ModelCacheBindingReconciler) bindingsOfServer(ctx context.Context, server client.Object) []reconcile.Request {
+	var bindings embedopsv1.ModelCacheBindingList
+	if err := r.client.List(ctx, &bindings, client.InNamespace(server.GetNamespace()),
+		client.MatchingFields{ledger.ReferenceIndex: string(server.GetUID())}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the bindings of a server", "server", client.ObjectKeyFromObject(server))
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(bindings.Items))
+	for i := range bindings.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&bindings.Items[i])})
+	}
+	return requests
+}
+
+// shardChanged passes the server events after which a binding may hold the
+// reference of a server of another shard: a delete (also what the informer
+// of a sharded controller reports when a server stops matching its
+// selector) and an update of the shard labels.
+func (r *ModelCacheBindingReconciler) shardChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !maps.Equal(decision.ShardLabels(e.ObjectOld.GetLabels(), r.shardKeys), decision.ShardLabels(e.ObjectNew.GetLabels(), r.shardKeys))
+		},
+	}
 }
 
 // bindingsOfStorageClass maps a StorageClass to the bindings that record it.

@@ -58,8 +58,8 @@ func newG(t *testing.T) *WithT {
 
 // startManager runs, until the test ends, a manager that reconciles the
 // namespace with the production cache and client options and the
-// reconcilers of SetupReconcilers, changed by options. Its writes are
-// counted.
+// reconcilers of SetupReconcilers, changed by options (whose Watch shapes
+// the cache as --watch-label-selector does). Its writes are counted.
 func startManager(t *testing.T, namespace string, options ...func(*ManagerOptions)) *writeCounter {
 	t.Helper()
 	return startManagerWrapping(t, namespace, nil, options...)
@@ -77,7 +77,21 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	cacheOptions := CacheOptions()
+	opts := ManagerOptions{
+		EmbeddingServer: EmbeddingServerReconcilerOptions{
+			MaxConcurrentReconciles: 2,
+			ProgressInterval:        5 * time.Second,
+		},
+		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond},
+	}
+	for _, option := range options {
+		option(&opts)
+	}
+	watch, err := WatchSelector(opts.Watch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheOptions := CacheOptions(watch)
 	cacheOptions.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
@@ -98,16 +112,6 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 		t.Fatalf("creating the manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := ManagerOptions{
-		EmbeddingServer: EmbeddingServerReconcilerOptions{
-			MaxConcurrentReconciles: 2,
-			ProgressInterval:        5 * time.Second,
-		},
-		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond},
-	}
-	for _, option := range options {
-		option(&opts)
-	}
 	if err := SetupReconcilers(ctx, mgr, opts); err != nil {
 		cancel()
 		t.Fatalf("setting up the reconcilers: %v", err)

@@ -12,12 +12,14 @@ import (
 // by resource ("statefulsets", "embeddingservers/status", ...). Reads,
 // watches and dry runs are not writes.
 // It also counts the collection reads (lists and watches) by resource, and
-// every request but a watch by method and resource ("GET statefulsets").
+// every request but a watch by method and resource ("GET statefulsets"),
+// and keeps the method and path of every write ("PATCH /apis/...").
 type writeCounter struct {
 	mu          sync.Mutex
 	counts      map[string]int
 	collections map[string]int
 	requests    map[string]int
+	writes      []string
 }
 
 func newWriteCounter() *writeCounter {
@@ -34,6 +36,7 @@ func (c *writeCounter) wrap(next http.RoundTripper) http.RoundTripper {
 		switch {
 		case isWrite(req):
 			c.counts[resourceOf(req.URL.Path)]++
+			c.writes = append(c.writes, req.Method+" "+req.URL.Path)
 		case req.Method == http.MethodGet:
 			c.collections[collectionOf(req.URL.Path)]++
 		}
@@ -66,6 +69,13 @@ func collectionOf(path string) string {
 		return parts[len(parts)-1]
 	}
 	return ""
+}
+
+// writePaths returns the method and path of every write so far.
+func (c *writeCounter) writePaths() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.writes)
 }
 
 // snapshot returns the counts so far.

@@ -69,6 +69,7 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
@@ -82,6 +83,44 @@ func (e auditEvent) succeeded() bool {
 
 // writeVerbs are the audit verbs that change stored state.
 var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+
+// ObjectWrite is one write that stored something, as the audit log saw it.
+type ObjectWrite struct {
+	// UserAgent is the writer's user agent.
+	UserAgent string
+	// Verb is the audit verb (create, update, patch, delete).
+	Verb string
+	// Resource is "<resource>[/<subresource>]".
+	Resource string
+	// Name is the object's name; the API server records it for a create
+	// too (from the object, at the Metadata level).
+	Name string
+}
+
+// ObjectWrites reads an audit log and returns the writes to objects in
+// namespace that were not dry runs and succeeded, in the log's order.
+func ObjectWrites(path, namespace string) ([]ObjectWrite, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	defer func() { _ = file.Close() }()
+	var writes []ObjectWrite
+	scanner := bufio.NewScanner(file)
+	scanner.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for scanner.Scan() {
+		var event auditEvent
+		if err := json.Unmarshal(scanner.Bytes(), &event); err != nil {
+			return nil, fmt.Errorf("parsing the audit log: %w", err)
+		}
+		if event.Stage != "ResponseComplete" || event.ObjectRef == nil || event.ObjectRef.Namespace != namespace ||
+			!writeVerbs[event.Verb] || isDryRun(event.RequestURI) || !event.succeeded() {
+			continue
+		}
+		writes = append(writes, ObjectWrite{UserAgent: event.UserAgent, Verb: event.Verb, Resource: resourceOf(event), Name: event.ObjectRef.Name})
+	}
+	return writes, scanner.Err()
+}
 
 // CountRequests reads an audit log and counts the completed requests whose
 // user agent starts with userAgent and, when namespace is set, that address

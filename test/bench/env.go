@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -32,8 +33,21 @@ type EnvOptions struct {
 	// Profile serves the controller's net/http/pprof endpoints on loopback
 	// (Env.Profile).
 	Profile bool
+	// Controllers, when set, replace the one controller: each runs as its
+	// own process under its Agent's name, with its Args after
+	// ControllerArgs (the shards of a sharded fleet).
+	Controllers []ControllerSpec
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+}
+
+// ControllerSpec is one controller process of an environment.
+type ControllerSpec struct {
+	// Agent is the binary's name and so the start of its user agent in the
+	// audit log; it must not start with another controller's Agent.
+	Agent string
+	// Args are the process's own flags.
+	Args []string
 }
 
 // Env is a local cluster that writes an audit log, with embedops' CRDs and
@@ -41,8 +55,11 @@ type EnvOptions struct {
 type Env struct {
 	// Cluster is the local cluster.
 	Cluster *harness.Cluster
-	// Controller is the controller process.
+	// Controller is the controller process (the first of Controllers).
 	Controller *harness.ControllerProcess
+	// Controllers are the controller processes, in EnvOptions.Controllers'
+	// order.
+	Controllers []*harness.ControllerProcess
 	// Client is a direct client without client-side rate limits, for the
 	// benchmark's own bulk requests.
 	Client client.Client
@@ -72,7 +89,7 @@ func StartEnv(ctx context.Context, opts EnvOptions) (*Env, error) {
 
 func (e *Env) start(ctx context.Context, opts EnvOptions) error {
 	e.logf("building the controller")
-	binary, err := buildController(e.dir)
+	built, err := harness.BuildController(e.dir)
 	if err != nil {
 		return err
 	}
@@ -90,28 +107,40 @@ func (e *Env) start(ctx context.Context, opts EnvOptions) error {
 	if err := operator.InstallCRDs(e.Cluster.Config); err != nil {
 		return err
 	}
-	args := opts.ControllerArgs
+	args := slices.Clone(opts.ControllerArgs)
 	if opts.Profile {
 		if e.pprofAddr, err = harness.FreeAddress(); err != nil {
 			return err
 		}
-		args = append(append([]string{}, args...), "--pprof-addr="+e.pprofAddr)
+		args = append(args, "--pprof-addr="+e.pprofAddr)
 	}
-	e.logf("starting the controller")
-	e.Controller, err = harness.StartController(ctx, binary, e.Cluster.Kubeconfig, args...)
-	return err
+	controllers := opts.Controllers
+	if len(controllers) == 0 {
+		controllers = []ControllerSpec{{Agent: ControllerAgent}}
+	}
+	for _, spec := range controllers {
+		e.logf("starting the controller %s", spec.Agent)
+		binary, err := agentBinary(built, e.dir, spec.Agent)
+		if err != nil {
+			return err
+		}
+		process, err := harness.StartController(ctx, binary, e.Cluster.Kubeconfig, append(slices.Clone(args), spec.Args...)...)
+		if err != nil {
+			return err
+		}
+		e.Controllers = append(e.Controllers, process)
+	}
+	e.Controller = e.Controllers[0]
+	return nil
 }
 
-// buildController builds the controller into dir under ControllerAgent's
-// name, which its requests carry as their user agent.
-func buildController(dir string) (string, error) {
-	built, err := harness.BuildController(dir)
-	if err != nil {
-		return "", err
-	}
-	binary := filepath.Join(dir, ControllerAgent)
-	if err := os.Rename(built, binary); err != nil {
-		return "", fmt.Errorf("naming the controller binary: %w", err)
+// agentBinary links the built controller into dir under agent's name,
+// which its requests carry as their user agent (client-go's default is
+// "<binary>/<version> ...").
+func agentBinary(built, dir, agent string) (string, error) {
+	binary := filepath.Join(dir, agent)
+	if err := os.Link(built, binary); err != nil {
+		return "", fmt.Errorf("naming the controller binary %s: %w", agent, err)
 	}
 	return binary, nil
 }
@@ -136,8 +165,8 @@ func (e *Env) Count(namespace string) (Counts, error) {
 // Stop stops the controller and the cluster and removes the directory.
 func (e *Env) Stop() error {
 	var errs []error
-	if e.Controller != nil {
-		errs = append(errs, e.Controller.Stop())
+	for _, controller := range e.Controllers {
+		errs = append(errs, controller.Stop())
 	}
 	if e.Cluster != nil {
 		errs = append(errs, e.Cluster.Stop())

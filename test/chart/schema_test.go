@@ -33,6 +33,7 @@ func TestLint(t *testing.T) {
 func everythingOn() map[string]any {
 	return map[string]any{
 		"namespace": map[string]any{"create": true},
+		"shards":    []any{"shard1"},
 		"prometheus": map[string]any{
 			"serviceMonitor": map[string]any{"enabled": true},
 			"rule":           map[string]any{"enabled": true},
@@ -97,6 +98,14 @@ func TestSchemaRefuses(t *testing.T) {
 		values: map[string]any{"nodeselector": map[string]any{"disk": "ssd"}},
 		says:   []string{"additional properties 'nodeselector' not allowed"},
 	}, {
+		name:   "a shard name that is no DNS label",
+		values: map[string]any{"shards": []any{"Shard_1"}},
+		says:   []string{"/shards/0': 'Shard_1' does not match pattern"},
+	}, {
+		name:   "a shard listed twice",
+		values: map[string]any{"shards": []any{"shard1", "shard1"}},
+		says:   []string{"/shards': items at 0 and 1 are equal"},
+	}, {
 		name:   "a port out of range",
 		values: map[string]any{"metrics": map[string]any{"port": 70000}},
 		says:   []string{"/metrics/port': maximum"},
@@ -123,4 +132,6 @@ func TestTemplatesRefuseAFlagAValueSets(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("extraArgs: --metrics-addr is set by the value metrics: set that instead")))
 	_, err = renderValues(t, map[string]any{"extraArgs": []any{"--enable-leader-election"}})
 	g.Expect(err).To(MatchError(ContainSubstring("--enable-leader-election is set by the value leaderElection.enabled")))
+	_, err = renderValues(t, map[string]any{"extraArgs": []any{"--watch-label-selector=sharding.fluxcd.io/key=shard1"}})
+	g.Expect(err).To(MatchError(ContainSubstring("--watch-label-selector is set by the value watchLabelSelector or shards")))
 }

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -55,6 +56,43 @@ func TestValuesLand(t *testing.T) {
 		check: func(g Gomega, r rendered) {
 			g.Expect(r.manager(g).Args).NotTo(ContainElement("--enable-leader-election"))
 			g.Expect(r.kinds()).NotTo(ContainElements("Role", "RoleBinding"))
+		},
+	}, {
+		name:   "a watch label selector (Flux's sharding)",
+		values: map[string]any{"watchLabelSelector": "sharding.fluxcd.io/key=shard1"},
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.manager(g).Args).To(Equal(append(slices.Clone(configArgs), "--watch-label-selector=sharding.fluxcd.io/key=shard1")))
+		},
+	}, {
+		name:   "shards: a Deployment per shard, the main one takes the servers no shard claims",
+		values: map[string]any{"shards": []any{"shard1", "shard2"}},
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.names("Deployment")).To(ConsistOf("embedops-controller", "embedops-controller-shard1", "embedops-controller-shard2"))
+			main := r.deploymentNamed(g, "embedops-controller")
+			g.Expect(main.Spec.Template.Spec.Containers[0].Args).To(Equal(append(slices.Clone(configArgs), "--watch-label-selector=!sharding.fluxcd.io/key")))
+			g.Expect(main.Spec.Selector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/component", "controller"))
+			for _, shard := range []string{"shard1", "shard2"} {
+				d := r.deploymentNamed(g, "embedops-controller-"+shard)
+				component := "controller-" + shard
+				g.Expect(d.Spec.Selector.MatchLabels).To(Equal(map[string]string{"app.kubernetes.io/name": "embedops", "app.kubernetes.io/component": component}),
+					"a shard's selector does not overlap the main one's")
+				g.Expect(d.Spec.Template.Labels).To(Equal(d.Spec.Selector.MatchLabels))
+				g.Expect(d.Labels).To(HaveKeyWithValue("app.kubernetes.io/component", component))
+				g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(Equal(append(slices.Clone(configArgs),
+					"--watch-label-selector=sharding.fluxcd.io/key="+shard,
+					"--endpoint-check-pod-labels=app.kubernetes.io/name=embedops,app.kubernetes.io/component="+component)))
+				// Everything else is the main controller's.
+				d.Name, d.Labels, d.Spec.Selector, d.Spec.Template.Labels, d.Spec.Template.Spec.Containers[0].Args = main.Name, main.Labels,
+					main.Spec.Selector, main.Spec.Template.Labels, main.Spec.Template.Spec.Containers[0].Args
+				g.Expect(d).To(Equal(main))
+			}
+		},
+	}, {
+		name:   "shards with a watch label selector of the main controller's own",
+		values: map[string]any{"shards": []any{"shard1"}, "watchLabelSelector": "!sharding.fluxcd.io/key,team=search"},
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.deploymentNamed(g, "embedops-controller").Spec.Template.Spec.Containers[0].Args).To(
+				ContainElement("--watch-label-selector=!sharding.fluxcd.io/key,team=search"))
 		},
 	}, {
 		name:   "replicas",
@@ -201,7 +239,23 @@ func (r rendered) object(g Gomega, kind string) Object {
 
 // deployment is the controller Deployment.
 func (r rendered) deployment(g Gomega) *appsv1.Deployment {
-	data, err := json.Marshal(r.object(g, "Deployment"))
+	return asDeployment(g, r.object(g, "Deployment"))
+}
+
+// deploymentNamed is the Deployment named name.
+func (r rendered) deploymentNamed(g Gomega, name string) *appsv1.Deployment {
+	for _, o := range r {
+		if o.Kind() == "Deployment" && o.Name() == name {
+			return asDeployment(g, o)
+		}
+	}
+	g.Expect(r.names("Deployment")).To(ContainElement(name))
+	return nil
+}
+
+// asDeployment decodes a rendered Deployment.
+func asDeployment(g Gomega, o Object) *appsv1.Deployment {
+	data, err := json.Marshal(o)
 	g.Expect(err).NotTo(HaveOccurred())
 	var d appsv1.Deployment
 	g.Expect(json.Unmarshal(data, &d)).To(Succeed())

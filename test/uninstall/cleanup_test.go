@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -69,11 +70,11 @@ func leftBehind(t *testing.T, g *WithT, namespace string) *embedopsv1.ModelCache
 	return binding
 }
 
-// holdLease makes the controller's leader lease look held right now.
-func holdLease(t *testing.T, g *WithT, namespace string) {
+// holdLease makes the leader lease name look held right now.
+func holdLease(t *testing.T, g *WithT, namespace, name string) {
 	t.Helper()
 	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: controller.LeaderElectionID, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To("controller-0"), LeaseDurationSeconds: ptr.To(int32(3600)),
 			RenewTime: &metav1.MicroTime{Time: time.Now()},
@@ -98,9 +99,16 @@ func TestCleanupLeavesNoBindingAndNoStuckNamespace(t *testing.T) {
 	namespace := cluster.Namespace(t)
 	leaseNamespace := cluster.Namespace(t)
 	leftBehind(t, g, namespace)
-	holdLease(t, g, leaseNamespace)
+	holdLease(t, g, leaseNamespace, controller.LeaderElectionID)
 
 	out, err := runCleanup("-n", namespace, "--controller-namespace", leaseNamespace)
+	g.Expect(err).To(MatchError(controller.ErrControllerRunning), out)
+	g.Expect(bindings(t, g, namespace)).To(HaveLen(1), "a refused cleanup changes nothing")
+
+	// A shard's controller (README "Sharding") holds a lease of its own.
+	shardLeases := cluster.Namespace(t)
+	holdLease(t, g, shardLeases, controller.ShardLeaderElectionID(runtimectrl.WatchOptions{LabelSelector: "sharding.fluxcd.io/key=shard1"}))
+	out, err = runCleanup("-n", namespace, "--controller-namespace", shardLeases)
 	g.Expect(err).To(MatchError(controller.ErrControllerRunning), out)
 	g.Expect(bindings(t, g, namespace)).To(HaveLen(1), "a refused cleanup changes nothing")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -66,11 +67,13 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 }
 
 // find returns the Active binding of the decision the server may use
-// (decision.Usable): the one named decision.BindingName, else a suffixed one
-// of the same decision, else a new one under the next free suffix, which
-// succeeds the binding the server uses when the decision changed in
-// retainFor alone (see succeed). A Retiring or Released binding is never
-// revived.
+// (usable) in the server's shard (decision.SameShard): the one named
+// decision.BindingName, else a suffixed one of the same decision, else a
+// new one under the next free suffix, which succeeds the binding the
+// server uses when the decision changed in retainFor alone (see succeed). A
+// Retiring or Released binding is never revived. A shard's cache holds only
+// its own bindings, so in a shard a new name is chosen from an uncached
+// list, which also counts the names other shards took.
 func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc) (*embedopsv1.ModelCacheBinding, bool, error) {
 	base := decision.BindingName(d)
 	binding := &embedopsv1.ModelCacheBinding{}
@@ -88,24 +91,26 @@ func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 	if err := l.client.List(ctx, &bindings, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
 		return nil, false, fmt.Errorf("listing the bindings of %s: %w", base, err)
 	}
+	usable, taken, err := l.pick(ctx, server, bindings.Items, base, d)
+	if err != nil || usable != nil {
+		return usable, false, err
+	}
+	if !l.selector.Empty() {
+		// A steady server of this shard found its binding in the cache; a
+		// new name must not be one another shard took.
+		var all embedopsv1.ModelCacheBindingList
+		if err := l.apiReader.List(ctx, &all, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.BindingBaseLabel: base}); err != nil {
+			return nil, false, fmt.Errorf("listing the bindings of %s: %w", base, err)
+		}
+		if usable, taken, err = l.pick(ctx, server, all.Items, base, d); err != nil || usable != nil {
+			return usable, false, err
+		}
+	}
 	next := 1
 	if binding.Name != "" {
 		next = 2
 	}
-	slices.SortFunc(bindings.Items, func(a, b embedopsv1.ModelCacheBinding) int {
-		return decision.BindingSuffix(base, a.Name) - decision.BindingSuffix(base, b.Name)
-	})
-	for i := range bindings.Items {
-		n := decision.BindingSuffix(base, bindings.Items[i].Name)
-		if n == 0 {
-			continue
-		}
-		usable, err := l.usable(ctx, server, &bindings.Items[i], d)
-		if err != nil || usable {
-			return &bindings.Items[i], false, err
-		}
-		next = max(next, n+1)
-	}
+	next = max(next, taken+1)
 	if next > decision.MaxBindingSuffix {
 		return nil, false, fmt.Errorf("binding %s has more than %d retired successors", base, decision.MaxBindingSuffix)
 	}
@@ -118,6 +123,27 @@ func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 		return l.succeed(ctx, server, d, name, source, predecessor)
 	}
 	return l.create(ctx, server, d, name, source, nil)
+}
+
+// pick returns the first suffixed binding of base, in suffix order, that
+// the server may use (usable), and the highest suffix taken before it.
+func (l *Ledger) pick(ctx context.Context, server *embedopsv1.EmbeddingServer, bindings []embedopsv1.ModelCacheBinding, base string, d *decision.Decision) (*embedopsv1.ModelCacheBinding, int, error) {
+	slices.SortFunc(bindings, func(a, b embedopsv1.ModelCacheBinding) int {
+		return decision.BindingSuffix(base, a.Name) - decision.BindingSuffix(base, b.Name)
+	})
+	taken := 0
+	for i := range bindings {
+		n := decision.BindingSuffix(base, bindings[i].Name)
+		if n == 0 {
+			continue
+		}
+		usable, err := l.usable(ctx, server, &bindings[i], d)
+		if err != nil || usable {
+			return &bindings[i], n, err
+		}
+		taken = max(taken, n)
+	}
+	return nil, taken, nil
 }
 
 // create records the decision under name, with its source and the
@@ -137,6 +163,7 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	} else if err := l.placeBesideServing(ctx, server, binding); err != nil {
 		return nil, false, err
 	}
+	maps.Copy(binding.Labels, decision.ShardLabels(server.Labels, l.shardKeys))
 	err = l.client.Create(ctx, binding, client.FieldOwner(embedopsv1.FieldManager))
 	if err == nil {
 		l.written.Record(client.ObjectKeyFromObject(binding), binding.ResourceVersion)
@@ -156,6 +183,10 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	}
 	if !decision.Reusable(existing, d) {
 		return nil, false, fmt.Errorf("binding %s exists for another decision or is %s", name, existing.Status.Phase)
+	}
+	if !decision.SameShard(existing.Labels, server.Labels, l.shardKeys) {
+		// Another shard's binding: the next look lists it and goes further.
+		return nil, false, fmt.Errorf("binding %s belongs to another shard", name)
 	}
 	return existing, false, nil
 }
@@ -292,14 +323,15 @@ func (l *Ledger) placeBesideServing(ctx context.Context, server *embedopsv1.Embe
 }
 
 // usable reports whether the server may use binding for d
-// (decision.Usable), and, for a PerReplica binding it does not reference
+// (decision.Usable) in its own shard (decision.SameShard), and, for a
+// PerReplica binding it does not reference
 // yet (a reverted decision), whether the StatefulSet that makes its claims
 // is free for it: a StatefulSet of that name serving other storage cannot
 // take its claim templates in place, so reusing the binding would replace
 // the serving pods. Such a binding is passed over and the decision gets new
 // storage, which rolls. Read uncached, as placeBesideServing.
 func (l *Ledger) usable(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, d *decision.Decision) (bool, error) {
-	if !decision.Usable(binding, d, server.UID) {
+	if !decision.Usable(binding, d, server.UID) || !decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
 		return false, nil
 	}
 	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || decision.HasReference(binding, server.UID) {

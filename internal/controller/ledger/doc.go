@@ -29,6 +29,11 @@
 //   - A binding being deleted that nothing references retires at once, so a
 //     namespace or `kubectl delete mcb` is not held for retainFor.
 //   - Drift is reported as a condition and an event; it never deletes data.
+//   - Shards (Options.Selector, Flux's --watch-label-selector): a binding
+//     the selector does not match is another shard's and is never written,
+//     even when read uncached; a server uses only bindings of its own
+//     shard (decision.SameShard), and a binding drops the reference of a
+//     server that moved to another shard as it drops a deleted server's.
 //   - Every transition that touches data emits one Event on the binding
 //     (Created, Retiring, ClaimDeleted per claim, Released, Superseded,
 //     Pruned), with the reason of the binding's Ready condition.

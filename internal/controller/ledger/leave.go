@@ -124,6 +124,9 @@ func (l *Ledger) learnNamespace(ctx context.Context, namespace string) error {
 	}
 	for i := range bindings.Items {
 		binding := &bindings.Items[i]
+		if !l.ours(binding) {
+			continue // another shard's references are its own to remove
+		}
 		for _, ref := range binding.Status.RequestReferences {
 			l.held.add(ref.UID, binding.Name)
 		}
@@ -137,7 +140,7 @@ func (l *Ledger) learnNamespace(ctx context.Context, namespace string) error {
 
 // latest reads a binding from the cache, or from the API server when the
 // cache does not hold it or is behind this process's last write of it;
-// nil when it is gone.
+// nil when it is gone or is another shard's.
 func (l *Ledger) latest(ctx context.Context, key types.NamespacedName) (*embedopsv1.ModelCacheBinding, error) {
 	binding := &embedopsv1.ModelCacheBinding{}
 	err := l.client.Get(ctx, key, binding)
@@ -153,6 +156,8 @@ func (l *Ledger) latest(ctx context.Context, key types.NamespacedName) (*embedop
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading binding %s: %w", key.Name, err)
+	case !l.ours(binding):
+		return nil, nil
 	}
 	return binding, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,16 @@ type Options struct {
 	ReleaseInterval time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ShardKeys are the labels that place a server in a shard (the keys the
+	// watch label selector names, and embedopsv1.ShardLabel): a binding
+	// copies them from the server that creates it, and a server uses only
+	// bindings that carry the same, so no shard writes another's binding.
+	ShardKeys []string
+	// Selector is the watch label selector (Flux's --watch-label-selector);
+	// nil selects everything. A binding it does not select is another
+	// shard's: the ledger never reads one uncached into a write, so it
+	// writes only the bindings of its own shard.
+	Selector labels.Selector
 }
 
 // Ledger writes ModelCacheBindings; see the package documentation for the
@@ -46,6 +57,8 @@ type Ledger struct {
 	historyLimit    int
 	releaseInterval time.Duration
 	now             func() time.Time
+	shardKeys       []string
+	selector        labels.Selector
 	// left holds the (binding UID, server UID) pairs whose reference this
 	// process removed: the cache may still show such a reference.
 	left sync.Map
@@ -63,7 +76,11 @@ type Ledger struct {
 // New returns a Ledger writing with c (whose reads are cached) and reading
 // uncached with apiReader where a race needs it.
 func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts Options) *Ledger {
-	l := &Ledger{client: c, apiReader: apiReader, events: recorder, historyLimit: opts.HistoryLimit, releaseInterval: opts.ReleaseInterval, now: opts.Now}
+	l := &Ledger{client: c, apiReader: apiReader, events: recorder, historyLimit: opts.HistoryLimit, releaseInterval: opts.ReleaseInterval, now: opts.Now,
+		shardKeys: opts.ShardKeys, selector: opts.Selector}
+	if l.selector == nil {
+		l.selector = labels.Everything()
+	}
 	if l.historyLimit <= 0 {
 		l.historyLimit = DefaultHistoryLimit
 	}
@@ -74,6 +91,12 @@ func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts 
 		l.now = time.Now
 	}
 	return l
+}
+
+// ours reports whether the binding is of this controller's shard: selected
+// by its watch label selector, as its cache would hold it.
+func (l *Ledger) ours(binding *embedopsv1.ModelCacheBinding) bool {
+	return l.selector.Matches(labels.Set(binding.Labels))
 }
 
 // leftKey identifies a reference this process removed.

@@ -90,37 +90,40 @@ func (l *Ledger) reportDrift(ctx context.Context, binding *embedopsv1.ModelCache
 }
 
 // dropDanglingReferences removes the references of servers that are gone
-// (or were recreated under the same name), which no server would ever
-// remove, so the binding can go idle and release its data. A server the
-// cache does not know is confirmed missing by an uncached read before its
-// reference goes.
+// (or were recreated under the same name) or moved to another shard, which
+// no server would ever remove, so the binding can go idle and release its
+// data. A server the cache does not know is confirmed missing, or in
+// another shard, by an uncached read before its reference goes. The
+// controller of the binding's shard removes a moved server's reference:
+// the server's new shard never writes this binding (see ours).
 func (l *Ledger) dropDanglingReferences(ctx context.Context, binding *embedopsv1.ModelCacheBinding) error {
 	var gone []embedopsv1.RequestReference
 	for _, ref := range binding.Status.RequestReferences {
 		if ref.Kind != embedopsv1.EmbeddingServerKind {
 			continue
 		}
-		exists, err := l.serverExists(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, ref.UID)
+		here, err := l.serverInShard(ctx, binding, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, ref.UID)
 		if err != nil {
 			return err
 		}
-		if !exists {
+		if !here {
 			gone = append(gone, ref)
 		}
 	}
 	for _, ref := range gone {
 		decision.RemoveReference(binding, ref.UID, l.now())
-		ctrl.LoggerFrom(ctx).Info("dropped the reference of a server that is gone", "binding", binding.Name,
+		ctrl.LoggerFrom(ctx).Info("dropped the reference of a server that is gone or in another shard", "binding", binding.Name,
 			"server", ref.Namespace+"/"+ref.Name, "uid", ref.UID)
 	}
 	return nil
 }
 
-// serverExists reports whether the server with uid exists, from the cache
-// and, when the cache says no, from the API server.
-func (l *Ledger) serverExists(ctx context.Context, key client.ObjectKey, uid types.UID) (bool, error) {
+// serverInShard reports whether the server with uid exists in the
+// binding's shard (decision.SameShard), from the cache and, when the cache
+// says no, from the API server.
+func (l *Ledger) serverInShard(ctx context.Context, binding *embedopsv1.ModelCacheBinding, key client.ObjectKey, uid types.UID) (bool, error) {
 	server := &embedopsv1.EmbeddingServer{}
-	if err := l.client.Get(ctx, key, server); err == nil && server.UID == uid {
+	if err := l.client.Get(ctx, key, server); err == nil && server.UID == uid && decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
 		return true, nil
 	}
 	err := l.apiReader.Get(ctx, key, server)
@@ -130,6 +133,6 @@ func (l *Ledger) serverExists(ctx context.Context, key client.ObjectKey, uid typ
 	case err != nil:
 		return false, fmt.Errorf("reading server %s: %w", key, err)
 	default:
-		return server.UID == uid, nil
+		return server.UID == uid && decision.SameShard(binding.Labels, server.Labels, l.shardKeys), nil
 	}
 }

@@ -48,8 +48,10 @@ func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSe
 			return nil, nil
 		}
 		// A binding of d itself is the server's to use, not to supersede: the
-		// cache did not show it yet.
-		if !decision.Supersedable(binding, server.UID) || decision.MatchesDecision(binding, d) {
+		// cache did not show it yet. A server moved to another shard keeps no
+		// storage of the old one.
+		if !decision.Supersedable(binding, server.UID) || decision.MatchesDecision(binding, d) ||
+			!decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
 			return nil, nil
 		}
 		if decision.SameStorage(binding, d) {
@@ -228,7 +230,8 @@ func (l *Ledger) predecessorActive(ctx context.Context, binding *embedopsv1.Mode
 	return decision.IsActive(predecessor), nil
 }
 
-// read reads a binding from the API server; nil when it is gone.
+// read reads a binding from the API server; nil when it is gone or is
+// another shard's.
 func (l *Ledger) read(ctx context.Context, key types.NamespacedName) (*embedopsv1.ModelCacheBinding, error) {
 	binding := &embedopsv1.ModelCacheBinding{}
 	err := l.apiReader.Get(ctx, key, binding)
@@ -237,6 +240,8 @@ func (l *Ledger) read(ctx context.Context, key types.NamespacedName) (*embedopsv
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading binding %s: %w", key.Name, err)
+	case !l.ours(binding):
+		return nil, nil
 	}
 	return binding, nil
 }

@@ -1,7 +1,10 @@
 // Command bench measures embedops and prints a table or JSON: `--mode
 // scale` (the default) runs the controller against N servers on the local
 // kwok cluster; `--mode audit` times the audit's origin search on a
-// generated history; `--mode download` compares `embedops populate` with
+// generated history; `--mode shard` splits --servers between two
+// controller processes, --watch-label-selector=sharding.fluxcd.io/key=shard1
+// and =shard2 (Flux's sharding), and attributes every write in the audit
+// log to a shard; `--mode download` compares `embedops populate` with
 // plain GETs from the stand-in hub on loopback; `--mode rollout` runs a
 // 3-replica server through every change of its cache and reports the
 // fewest ready endpoints of its Service and each change's time. See
@@ -33,7 +36,7 @@ func main() {
 		progressInterval time.Duration
 		opts             = bench.ScaleOptions{Log: os.Stderr}
 	)
-	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster), audit (the origin search), download (the populator's throughput) or rollout (cache changes of a 3-replica server).")
+	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster), shard (two shards of the fleet, from the audit log), audit (the origin search), download (the populator's throughput) or rollout (cache changes of a 3-replica server).")
 	flag.StringVarP(&output, "output", "o", "table", "Output format: table or json.")
 	flag.StringVar(&jsonFile, "json-file", "", "Also write the report as JSON to this file, so one run gives both the table and the JSON.")
 	flag.IntVar(&opts.Servers, "servers", 200, "EmbeddingServers to create.")
@@ -78,6 +81,14 @@ func run(ctx context.Context, mode, output, jsonFile string, commits int, downlo
 	switch mode {
 	case "scale":
 		report, err = bench.RunScale(ctx, opts)
+	case "shard":
+		var shards *bench.ShardReport
+		shards, err = bench.RunShards(ctx, bench.ShardOptions{Servers: opts.Servers, Shards: 2, ProvisionDelay: opts.ProvisionDelay,
+			Timeout: opts.Timeout, ControllerArgs: opts.ControllerArgs, Log: opts.Log})
+		if err == nil && !shards.Sharded() {
+			err = fmt.Errorf("a shard wrote another shard's objects: %+v", *shards)
+		}
+		report = shards
 	case "audit":
 		report, err = bench.RunOriginSearch(ctx, commits)
 	case "download":
@@ -85,7 +96,7 @@ func run(ctx context.Context, mode, output, jsonFile string, commits int, downlo
 	case "rollout":
 		report, err = bench.RunRollout(ctx, opts)
 	default:
-		return fmt.Errorf("unknown mode %q: use scale, audit, download or rollout", mode)
+		return fmt.Errorf("unknown mode %q: use scale, shard, audit, download or rollout", mode)
 	}
 	if err != nil {
 		return err

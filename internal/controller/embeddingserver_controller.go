@@ -224,6 +224,8 @@ func (r *EmbeddingServerReconciler) SetupWithManager(_ context.Context, mgr ctrl
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serverOfPod)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.serversOfPopulateJob)).
+		Watches(&embedopsv1.ModelCacheBinding{}, handler.EnqueueRequestsFromMapFunc(serversOfBinding),
+			ctrlbuilder.WithPredicates(bindingReadyChanged())).
 		WithOptions(ctrlcontroller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             opts.RateLimiter,

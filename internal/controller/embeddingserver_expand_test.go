@@ -7,17 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
 	"github.com/embedops/embedops/test/fixtures"
+	"github.com/embedops/embedops/test/harness"
 )
 
 func TestSizeIncreaseExpandsTheClaimsInPlace(t *testing.T) {
@@ -65,10 +66,18 @@ func createExpandableStorageClass(t *testing.T, g *WithT, name string) {
 
 // createBoundTemplateClaims plays the StatefulSet and PersistentVolume
 // controllers, which envtest does not run: the claims of each replica from
-// the StatefulSet's claim templates (<template>-<statefulset>-<ordinal>,
-// with the template's labels), Bound with the requested capacity. It
+// the StatefulSet's claim templates, Bound with the requested capacity. It
 // returns their names.
 func createBoundTemplateClaims(t *testing.T, g *WithT, sts *appsv1.StatefulSet) []string {
+	t.Helper()
+	return createTemplateClaims(t, g, sts, true)
+}
+
+// createTemplateClaims plays the StatefulSet controller: the claims of each
+// replica from the StatefulSet's claim templates
+// (<template>-<statefulset>-<ordinal>, with the template's labels), and
+// when bound the PersistentVolume controller too. It returns their names.
+func createTemplateClaims(t *testing.T, g *WithT, sts *appsv1.StatefulSet, bound bool) []string {
 	t.Helper()
 	var names []string
 	for _, template := range sts.Spec.VolumeClaimTemplates {
@@ -78,13 +87,26 @@ func createBoundTemplateClaims(t *testing.T, g *WithT, sts *appsv1.StatefulSet) 
 				Spec:       *template.Spec.DeepCopy(),
 			}
 			g.Expect(env.Client.Create(t.Context(), claim)).To(Succeed())
-			claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound,
-				Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(template.Spec.Resources.Requests.Storage().String())}}
-			g.Expect(env.Client.Status().Update(t.Context(), claim)).To(Succeed())
 			names = append(names, claim.Name)
 		}
 	}
+	if bound {
+		bindClaims(t, g, sts.Namespace, names)
+	}
 	return names
+}
+
+// bindClaims plays the PersistentVolume controller: the claims are Bound,
+// with the capacity they request.
+func bindClaims(t *testing.T, g *WithT, namespace string, names []string) {
+	t.Helper()
+	for _, name := range names {
+		claim := &corev1.PersistentVolumeClaim{}
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, claim)).To(Succeed())
+		claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound,
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]}}
+		g.Expect(env.Client.Status().Update(t.Context(), claim)).To(Succeed())
+	}
 }
 
 func TestRevisionChangeRollsThePodsOnTheirOwnClaims(t *testing.T) {
@@ -119,4 +141,28 @@ func TestRevisionChangeOfASingleReplicaSurgesOntoNewClaims(t *testing.T) {
 	second := waitForBinding(t, g, key, first.Name)
 	g.Expect(second.Spec.Supersedes).To(BeEmpty(), "one replica cannot go down: it gets new storage beside the old")
 	g.Expect(second.Spec.Resources.StatefulSetName).To(Equal(decision.RolloutStatefulSetName("tei", second.Name)))
+}
+
+func TestServerCacheReadyFollowsItsBindingWithoutATimer(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	// No progress requeue within the test: only a watch can wake the server.
+	startManager(t, namespace, func(opts *ManagerOptions) { opts.EmbeddingServer.ProgressInterval = time.Hour })
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	binding := waitForBinding(t, g, key, "")
+	claims := createTemplateClaims(t, g, waitForStatefulSet(t, g, key), false)
+	g.Eventually(func(g Gomega) {
+		server := getServer(t, g, key)
+		g.Expect(conditions.IsFalse(server, embedopsv1.CacheReadyCondition)).To(BeTrue())
+		g.Expect(conditions.GetMessage(server, embedopsv1.CacheReadyCondition)).To(ContainSubstring("0/1 claims bound"))
+	}).Should(Succeed())
+
+	// The PersistentVolume controller binds the claim: only the claim
+	// changes, then the binding's Ready, which the server watches.
+	bindClaims(t, g, namespace, claims)
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.IsTrue(getBinding(t, g, namespace, binding.Name), embedopsv1.ReadyCondition)).To(BeTrue())
+		g.Expect(conditions.IsTrue(getServer(t, g, key), embedopsv1.CacheReadyCondition)).To(BeTrue(), "CacheReady follows the binding")
+	}).Should(Succeed())
 }

@@ -99,13 +99,13 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 	if err := r.untrackClaims(ctx, binding, byName); err != nil {
 		return err
 	}
-	growing, err := r.ledger.ExpandClaims(ctx, binding, byName)
-	if err != nil {
-		return err
-	}
+	growing, refused := r.ledger.ExpandClaims(ctx, binding, byName)
 	ready := decision.CacheReadiness(binding, byName)
 	if growing > 0 {
 		ready.Message += fmt.Sprintf("; %d claims expanding in place to %s", growing, binding.Spec.Decision.Size.String())
+	}
+	if refused > 0 {
+		ready.Message += fmt.Sprintf(" (%d refused: see the binding's %s events)", refused, embedopsv1.ClaimExpansionFailedReason)
 	}
 	if ready.Status == metav1.ConditionTrue {
 		conditions.MarkTrue(server, embedopsv1.CacheReadyCondition, ready.Reason, "%s", ready.Message)

@@ -62,7 +62,15 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 	if scope.statefulSets, err = r.serverStatefulSets(ctx, server); err != nil {
 		return ctrl.Result{}, err
 	}
-	statefulSet.Name = statefulSetNameFor(server, scope.binding, scope.cache, storageLabelOf(&statefulSet.Spec.Template), scope.statefulSets)
+	storage := storageLabelOf(&statefulSet.Spec.Template)
+	statefulSet.Name = statefulSetNameFor(server, scope.binding, scope.cache, storage, scope.statefulSets)
+	if scope.cache == nil || scope.cache.Mode != embedopsv1.CacheModePerReplica {
+		// A PerReplica binding's name was checked when it was made
+		// (ledger placeBesideServing).
+		if statefulSet.Name, err = r.confirmFree(ctx, server, statefulSet.Name, storage, scope.statefulSets); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	scope.statefulSetName = statefulSet.Name
 	live := &appsv1.StatefulSet{}
 	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: statefulSet.Name}, live); {
@@ -381,7 +389,17 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	if !controllerutil.ContainsFinalizer(server, embedopsv1.ServerFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if err := r.deleteEntries(ctx, server, deletableEntries(server)); err != nil {
+	entries := deletableEntries(server)
+	// A StatefulSet a rollout started may be missing from the inventory (a
+	// crash before the status patch): every one the server controls goes.
+	sets, err := r.serverStatefulSets(ctx, server)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range sets {
+		entries = mergeEntries(entries, []embedopsv1.ResourceRef{inventoryRef(sets[i].Namespace, sets[i].Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))})
+	}
+	if err := r.deleteEntries(ctx, server, entries); err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting children: %w", err)
 	}
 	if inUse, err := r.storagesInUse(ctx, scope); err != nil || len(inUse) > 0 {

@@ -115,6 +115,7 @@ func TestRevisionChangeRollsThePodsOnTheirOwnClaims(t *testing.T) {
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(3),
 		fixtures.WithModel(fixtures.Model, "v1"), fixtures.WithRetainFor(time.Hour)))
 	first := waitForBinding(t, g, key, "")
+	recordRealized(t, g, first, 1<<30)
 	sts := waitForStatefulSet(t, g, key)
 
 	updateServer(t, g, key, fixtures.WithModel(fixtures.Model, "v2"))
@@ -164,5 +165,15 @@ func TestServerCacheReadyFollowsItsBindingWithoutATimer(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(conditions.IsTrue(getBinding(t, g, namespace, binding.Name), embedopsv1.ReadyCondition)).To(BeTrue())
 		g.Expect(conditions.IsTrue(getServer(t, g, key), embedopsv1.CacheReadyCondition)).To(BeTrue(), "CacheReady follows the binding")
+	}).Should(Succeed())
+}
+
+// recordRealized plays the populator: the binding records a model of bytes.
+func recordRealized(t *testing.T, g *WithT, binding *embedopsv1.ModelCacheBinding, bytes int64) {
+	t.Helper()
+	g.Eventually(func(g Gomega) {
+		b := getBinding(t, g, binding.Namespace, binding.Name)
+		b.Status.Realized = &embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, Bytes: new(bytes)}
+		g.Expect(env.Client.Status().Update(t.Context(), b)).To(Succeed())
 	}).Should(Succeed())
 }

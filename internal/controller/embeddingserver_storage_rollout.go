@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,6 +68,28 @@ func statefulSetNameFor(server *embedopsv1.EmbeddingServer, binding *embedopsv1.
 		return server.Name
 	}
 	return decision.RolloutStatefulSetName(server.Name, storage)
+}
+
+// confirmFree checks, uncached, that the server's name is free before a
+// storage the cache shows no StatefulSet of is given it: a StatefulSet
+// created a moment ago under that name may not be cached yet, and applying
+// the new storage onto it would replace its pods in place. Otherwise the
+// storage gets its own name. One read, only when a StatefulSet is about to
+// be created under the server's name.
+func (r *EmbeddingServerReconciler) confirmFree(ctx context.Context, server *embedopsv1.EmbeddingServer, name, storage string, sets []appsv1.StatefulSet) (string, error) {
+	if name != server.Name || slices.ContainsFunc(sets, func(sts appsv1.StatefulSet) bool { return sts.Name == name }) {
+		return name, nil
+	}
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return name, nil
+	case err != nil:
+		return "", fmt.Errorf("reading StatefulSet %s: %w", name, err)
+	}
+	return decision.RolloutStatefulSetName(server.Name, storage), nil
 }
 
 // storageRollout is a storage change in progress: the step taken and the

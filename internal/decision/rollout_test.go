@@ -132,3 +132,15 @@ func TestRevisesInPlaceOnlyAPerReplicaRevisionOfTheSameStorage(t *testing.T) {
 	g.Expect(decision.InPlaceRollAllowed(3, 0)).To(BeFalse(), "a budget of none surges")
 	g.Expect(decision.InPlaceRollAllowed(3, 1)).To(BeTrue())
 }
+
+func TestRoomForAnotherRevisionNeedsTwiceTheRealizedModel(t *testing.T) {
+	g := NewWithT(t)
+	d, err := decision.For(fixtures.EmbeddingServer("ns", "tei", fixtures.WithCacheSize("10Gi")))
+	g.Expect(err).NotTo(HaveOccurred())
+	binding := recordingOf(d, "b")
+	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeFalse(), "unknown bytes never fit")
+	binding.Status.Realized = &embedopsv1.RealizedCache{Bytes: new(int64(5 << 30))}
+	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeTrue(), "two 5Gi revisions fit in 10Gi")
+	binding.Status.Realized.Bytes = new(int64(6 << 30))
+	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeFalse(), "two 6Gi revisions do not")
+}

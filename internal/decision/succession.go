@@ -102,6 +102,20 @@ func RevisesInPlace(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 	return SameStoragePart(recorded, &revised) || GrowsInPlace(binding, &revised)
 }
 
+// RoomForAnotherRevision reports whether d's size holds the binding's
+// realized model twice: the populator adds the new revision's files beside
+// the old one's, and nothing prunes those (a revision's files stay until
+// the volume goes), so a volume that fits one revision only would fill up
+// and stop the rolling update with a replica down. Unknown bytes (no
+// populator recorded them) never fit.
+func RoomForAnotherRevision(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
+	realized := binding.Status.Realized
+	if realized == nil || realized.Bytes == nil {
+		return false
+	}
+	return 2**realized.Bytes <= d.Decision.Size.Value()
+}
+
 // InPlaceRollAllowed reports whether the server's pods may be replaced one
 // at a time on their own claims: the StatefulSet's rolling update takes one
 // pod down before its successor starts (k8s pkg/controller/statefulset,

@@ -171,7 +171,7 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 		l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.CreatedReason, "RecordDecision",
 			"recorded the cache decision of %s/%s: %s %s of %s@%s, source %s %s%s",
 			server.Namespace, server.Name, d.Decision.Mode, d.Decision.Size.String(), d.Identity.Model, d.Identity.Revision,
-			recordedSource.Method, recordedSource.Revision, takeoverNote(binding))
+			recordedSource.Method, recordedSource.Revision, takeoverNote(binding, predecessor))
 		return binding, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -296,11 +296,18 @@ func (l *Ledger) confirmLive(ctx context.Context, server *embedopsv1.EmbeddingSe
 
 // takeoverNote tells, in a Created event, whose storage a successor took
 // over; empty for a binding with storage of its own.
-func takeoverNote(binding *embedopsv1.ModelCacheBinding) string {
-	if binding.Spec.Supersedes == "" {
+func takeoverNote(binding, predecessor *embedopsv1.ModelCacheBinding) string {
+	if binding.Spec.Supersedes == "" || predecessor == nil {
 		return ""
 	}
-	return fmt.Sprintf("; supersedes %s and keeps its claims (retainFor alone changed)", binding.Spec.Supersedes)
+	why := "retainFor alone changed"
+	switch {
+	case predecessor.Spec.Identity.Revision != binding.Spec.Identity.Revision:
+		why = "the revision changed: the pods roll in place and fetch only the files the claims lack"
+	case predecessor.Spec.Decision.Size.Cmp(binding.Spec.Decision.Size) != 0:
+		why = "a larger size: the claims are expanded in place"
+	}
+	return fmt.Sprintf("; supersedes %s and keeps its claims (%s)", binding.Spec.Supersedes, why)
 }
 
 // placeBesideServing gives a new PerReplica binding a StatefulSet of its

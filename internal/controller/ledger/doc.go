@@ -104,7 +104,8 @@
 // retainFor and a larger size; decision.RevisesInPlace) supersedes the
 // binding the same way when the server's pods may be replaced one at a
 // time (decision.InPlaceRollAllowed: two replicas or more, a budget that
-// lets one be unavailable). Its own resolve Job records its commit (it
+// lets one be unavailable) and its size holds the realized model twice
+// (decision.RoomForAnotherRevision). Its own resolve Job records its commit (it
 // inherits no realized commit of another revision), and the StatefulSet's
 // rolling update replaces each pod on its own claim, where the populator
 // fetches only the blobs the claim lacks. Otherwise a revision rolls onto

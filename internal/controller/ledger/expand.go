@@ -20,13 +20,13 @@ import (
 // claim its StatefulSet makes later from the older template grows the same
 // way. The resize itself is the StorageClass's provisioner's, through the
 // claim's status. It returns how many claims still have less capacity than
-// the size.
-func (l *Ledger) ExpandClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) (int, error) {
+// the size, and how many the API server refused to expand (each a Warning
+// event; tried again at the next reconcile).
+func (l *Ledger) ExpandClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) (growing, refused int) {
 	size := binding.Spec.Decision.Size
 	if binding.Spec.Decision.ExistingClaim != "" || size.IsZero() {
-		return 0, nil
+		return 0, 0
 	}
-	growing := 0
 	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
 		claim := claims[name]
 		// Only a Bound claim's request may grow (k8s pkg/apis/core/validation,
@@ -42,13 +42,17 @@ func (l *Ledger) ExpandClaims(ctx context.Context, binding *embedopsv1.ModelCach
 		}
 		patch := fmt.Appendf(nil, `{"spec":{"resources":{"requests":{"storage":%q}}}}`, size.String())
 		if err := l.client.Patch(ctx, claim, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			// Reported, never a reason to stop the server's reconcile: the
+			// data is there, it is the extra room that is refused (a
+			// ResourceQuota, a class changed since).
+			refused++
 			l.events.Eventf(binding, nil, corev1.EventTypeWarning, embedopsv1.ClaimExpansionFailedReason, "Expand",
 				"expanding claim %s to %s: %v", name, size.String(), err)
-			return growing, fmt.Errorf("expanding claim %s to %s: %w", name, size.String(), err)
+			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("expanding cache claim", "binding", binding.Name, "claim", name, "size", size.String())
 		l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.ClaimExpandingReason, "Expand",
 			"expanding claim %s to %s in place: no new volume, nothing downloaded", name, size.String())
 	}
-	return growing, nil
+	return growing, refused
 }

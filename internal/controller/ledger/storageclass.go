@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
 // DefaultStorageClassAnnotation marks the cluster's default StorageClass.
@@ -39,14 +41,19 @@ func storageClassOf(ctx context.Context, reader client.Reader, name string) (*st
 	return nil, nil
 }
 
-// classExpands reports whether the named StorageClass (the default for "")
-// allows volume expansion, read from the cache: the API server's
+// classExpands reports whether the binding's StorageClass (the default for
+// "") allows volume expansion, read from the cache: the API server's
 // PersistentVolumeClaimResize admission refuses a larger request otherwise
-// (k8s plugin/pkg/admission/storage/persistentvolume/resize).
-func (l *Ledger) classExpands(ctx context.Context, name string) (bool, error) {
-	class, err := storageClassOf(ctx, l.client, name)
+// (k8s plugin/pkg/admission/storage/persistentvolume/resize). A class whose
+// provisioner is not the one the binding recorded (a default class changed
+// since) is not the claims' class: it does not count.
+func (l *Ledger) classExpands(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (bool, error) {
+	class, err := storageClassOf(ctx, l.client, binding.Spec.Decision.StorageClassName)
 	if err != nil || class == nil {
 		return false, err
+	}
+	if recorded := binding.Spec.Decision.Provisioner; recorded != "" && recorded != class.Provisioner {
+		return false, nil
 	}
 	return class.AllowVolumeExpansion != nil && *class.AllowVolumeExpansion, nil
 }

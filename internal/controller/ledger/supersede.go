@@ -58,12 +58,13 @@ func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSe
 			return binding, nil
 		}
 		inPlace := decision.GrowsInPlace(binding, d) ||
-			decision.RevisesInPlace(binding, d) && decision.InPlaceRollAllowed(server.GetReplicas(), builder.AllowedUnavailable(server))
+			decision.RevisesInPlace(binding, d) && decision.RoomForAnotherRevision(binding, d) &&
+				decision.InPlaceRollAllowed(server.GetReplicas(), builder.AllowedUnavailable(server))
 		if !inPlace {
 			return nil, nil
 		}
 		if d.Decision.Size.Cmp(binding.Spec.Decision.Size) > 0 {
-			expands, err := l.classExpands(ctx, d.Decision.StorageClassName)
+			expands, err := l.classExpands(ctx, binding)
 			if err != nil || !expands {
 				return nil, err
 			}

@@ -248,7 +248,7 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, scope *serverScope, name string) error {
 	server := scope.server
 	if created, ok := scope.created[inventoryRef(server.Namespace, name, appsv1.SchemeGroupVersion.WithKind("StatefulSet")).ID]; ok {
-		r.rollouts.record(server.UID, appliedStatefulSet{uid: created.GetUID(), generation: created.GetGeneration()})
+		r.rollouts.record(server.UID, name, appliedStatefulSet{uid: created.GetUID(), generation: created.GetGeneration()})
 		return nil
 	}
 	applied := &metav1.PartialObjectMetadata{}
@@ -256,7 +256,7 @@ func (r *EmbeddingServerReconciler) recordRollout(ctx context.Context, scope *se
 	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name}, applied); err != nil {
 		return fmt.Errorf("reading the StatefulSet just applied: %w", err)
 	}
-	r.rollouts.record(server.UID, appliedStatefulSet{uid: applied.UID, generation: applied.Generation})
+	r.rollouts.record(server.UID, name, appliedStatefulSet{uid: applied.UID, generation: applied.Generation})
 	return nil
 }
 

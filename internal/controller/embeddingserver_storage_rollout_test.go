@@ -214,3 +214,20 @@ func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
 		g.Expect(teiContainer(&live.Spec.Template).Lifecycle).To(BeNil())
 	}).Should(Succeed())
 }
+
+func TestRevertDuringARolloutServesFromTheOldStatefulSet(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2), fixtures.WithCacheSize("10Gi")))
+	markStatefulSetReady(t, g, key)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+
+	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
+	g.Eventually(func(g Gomega) { g.Expect(statefulSetsOf(t, g, namespace)).To(HaveLen(2)) }).Should(Succeed())
+	// Reverted before any new pod is ready: the serving StatefulSet is the
+	// desired one again, unchanged, and the half-started one drains.
+	updateServer(t, g, key, fixtures.WithCacheSize("10Gi"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(statefulSetsOf(t, g, namespace)).To(ConsistOf(HaveField("ObjectMeta.Name", "tei")))
+	}).Should(Succeed())
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+}

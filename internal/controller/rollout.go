@@ -18,24 +18,37 @@ type appliedStatefulSet struct {
 	generation int64
 }
 
-// rollouts remembers, per server, the StatefulSet this process last changed,
-// so a cache that has not seen that change yet is never read as a finished
-// rollout. It is safe for concurrent use.
+// appliedKey names one StatefulSet of a server: a server has several while
+// its storage changes.
+type appliedKey struct {
+	server types.UID
+	name   string
+}
+
+// rollouts remembers, per StatefulSet of a server, the last change this
+// process made, so a cache that has not seen that change yet is never read
+// as a finished rollout. It is safe for concurrent use.
 type rollouts struct {
-	applied sync.Map // types.UID of the server -> appliedStatefulSet
+	applied sync.Map // appliedKey -> appliedStatefulSet
 	// replacedSets holds, per server, the UID of the StatefulSet this
 	// process deleted to replace it: the cache may still show it.
 	replacedSets sync.Map
 }
 
-// record remembers the StatefulSet the server's reconcile changed.
-func (r *rollouts) record(server types.UID, sts appliedStatefulSet) {
-	r.applied.Store(server, sts)
+// record remembers the StatefulSet named name the server's reconcile
+// changed.
+func (r *rollouts) record(server types.UID, name string, sts appliedStatefulSet) {
+	r.applied.Store(appliedKey{server: server, name: name}, sts)
 }
 
 // forget drops what is remembered of a deleted server.
 func (r *rollouts) forget(server types.UID) {
-	r.applied.Delete(server)
+	r.applied.Range(func(key, _ any) bool {
+		if key.(appliedKey).server == server {
+			r.applied.Delete(key)
+		}
+		return true
+	})
 	r.replacedSets.Delete(server)
 }
 
@@ -52,9 +65,10 @@ func (r *rollouts) isReplaced(server, statefulSet types.UID) bool {
 }
 
 // seen reports whether the StatefulSet read from the cache is the one this
-// process last changed for the server, at that generation or later.
+// process last changed under its name for the server, at that generation
+// or later.
 func (r *rollouts) seen(server types.UID, statefulSet *appsv1.StatefulSet) bool {
-	value, ok := r.applied.Load(server)
+	value, ok := r.applied.Load(appliedKey{server: server, name: statefulSet.Name})
 	if !ok {
 		return true
 	}

@@ -30,7 +30,7 @@ func TestSizeIncreaseExpandsTheClaimsInPlace(t *testing.T) {
 		fixtures.WithStorageClass(class), fixtures.WithCacheSize("10Gi"), fixtures.WithRetainFor(time.Hour)))
 	first := waitForBinding(t, g, key, "")
 	sts := waitForStatefulSet(t, g, key)
-	claims := createBoundTemplateClaims(t, g, sts)
+	claims := createTemplateClaims(t, g, sts, true)
 	g.Expect(claims).To(ConsistOf(first.Spec.Resources.PersistentVolumeClaimNames))
 
 	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
@@ -62,15 +62,6 @@ func createExpandableStorageClass(t *testing.T, g *WithT, name string) {
 	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "example.com/expandable", AllowVolumeExpansion: new(true)}
 	g.Expect(env.Client.Create(t.Context(), class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-}
-
-// createBoundTemplateClaims plays the StatefulSet and PersistentVolume
-// controllers, which envtest does not run: the claims of each replica from
-// the StatefulSet's claim templates, Bound with the requested capacity. It
-// returns their names.
-func createBoundTemplateClaims(t *testing.T, g *WithT, sts *appsv1.StatefulSet) []string {
-	t.Helper()
-	return createTemplateClaims(t, g, sts, true)
 }
 
 // createTemplateClaims plays the StatefulSet controller: the claims of each

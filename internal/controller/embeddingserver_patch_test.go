@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -39,19 +40,14 @@ func (w countingStatusWriter) Patch(ctx context.Context, obj client.Object, patc
 // and a new finalizer a metadata patch after it.
 func TestServerPatcherWritesTheStatusInOnePatch(t *testing.T) {
 	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	server := getServer(t, g, key)
-	var patches int
-	patcher := newServerPatcher(server, statusPatchCounter{Client: env.Client, patches: &patches})
+	g, key, server, patcher, patches := patchedServer(t)
 
 	conditions.MarkFalse(server, embedopsv1.ReadyCondition, embedopsv1.InitializingReason, "0/1 replicas ready")
 	server.Status.Phase = embedopsv1.PhasePending
 	controllerutil.AddFinalizer(server, embedopsv1.ServerFinalizer)
 	g.Expect(patcher.Patch(t.Context(), server, patchOptions{observedGeneration: true})).To(Succeed())
 
-	g.Expect(patches).To(Equal(1))
+	g.Expect(*patches).To(Equal(1))
 	written := getServer(t, g, key)
 	g.Expect(written.Status.Phase).To(Equal(embedopsv1.PhasePending))
 	g.Expect(written.Status.ObservedGeneration).To(Equal(written.Generation))
@@ -64,12 +60,7 @@ func TestServerPatcherWritesTheStatusInOnePatch(t *testing.T) {
 // copy, another writer's condition kept.
 func TestServerPatcherMergesIntoTheLatestServerAfterAConflict(t *testing.T) {
 	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	server := getServer(t, g, key)
-	var patches int
-	patcher := newServerPatcher(server, statusPatchCounter{Client: env.Client, patches: &patches})
+	g, key, server, patcher, patches := patchedServer(t)
 
 	other := getServer(t, g, key)
 	conditions.Set(other, &metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "Elsewhere", Message: "set by another writer"})
@@ -79,10 +70,22 @@ func TestServerPatcherMergesIntoTheLatestServerAfterAConflict(t *testing.T) {
 	server.Status.Phase = embedopsv1.PhaseReady
 	g.Expect(patcher.Patch(t.Context(), server, patchOptions{observedGeneration: true})).To(Succeed())
 
-	g.Expect(patches).To(BeNumerically(">", 1), "the locked patch conflicted, the fallback patched again")
+	g.Expect(*patches).To(BeNumerically(">", 1), "the locked patch conflicted, the fallback patched again")
 	written := getServer(t, g, key)
 	g.Expect(written.Status.Phase).To(Equal(embedopsv1.PhaseReady))
 	g.Expect(written.Status.ObservedGeneration).To(Equal(written.Generation))
 	g.Expect(conditions.IsTrue(written, embedopsv1.ReadyCondition)).To(BeTrue())
 	g.Expect(conditions.Get(written, "Other")).NotTo(BeNil(), "another writer's condition is kept")
+}
+
+// patchedServer creates a server in a namespace of its own and returns it
+// with a patcher whose status patches are counted.
+func patchedServer(t *testing.T) (*WithT, types.NamespacedName, *embedopsv1.EmbeddingServer, *serverPatcher, *int) {
+	t.Helper()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	server := getServer(t, g, key)
+	patches := new(int)
+	return g, key, server, newServerPatcher(server, statusPatchCounter{Client: env.Client, patches: patches}), patches
 }

@@ -148,8 +148,7 @@ func TestStorageChangeDuringARolloutDrainsBothOldStatefulSets(t *testing.T) {
 func markStatefulSetReadyUpTo(t *testing.T, g *WithT, key types.NamespacedName, ready int32) {
 	t.Helper()
 	setStatefulSetStatus(t, g, key, func(sts *appsv1.StatefulSet) bool {
-		sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: replicasOf(sts),
-			ReadyReplicas: ready, AvailableReplicas: ready, CurrentReplicas: replicasOf(sts), UpdatedReplicas: replicasOf(sts)}
+		sts.Status = readyStatus(sts, ready)
 		return true
 	})
 }

@@ -126,17 +126,17 @@ func markStatefulSetReady(t *testing.T, g *WithT, key types.NamespacedName) {
 		if err := env.Client.Get(t.Context(), key, sts); err != nil {
 			return err
 		}
-		replicas := *sts.Spec.Replicas
-		sts.Status = appsv1.StatefulSetStatus{
-			ObservedGeneration: sts.Generation,
-			Replicas:           replicas,
-			ReadyReplicas:      replicas,
-			AvailableReplicas:  replicas,
-			CurrentReplicas:    replicas,
-			UpdatedReplicas:    replicas,
-		}
+		sts.Status = readyStatus(sts, replicasOf(sts))
 		return env.Client.Status().Update(t.Context(), sts)
 	}).Should(Succeed())
+}
+
+// readyStatus is the status the StatefulSet controller reports when every
+// replica exists at the current generation and ready of them are ready.
+func readyStatus(sts *appsv1.StatefulSet, ready int32) appsv1.StatefulSetStatus {
+	replicas := replicasOf(sts)
+	return appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: replicas, ReadyReplicas: ready,
+		AvailableReplicas: ready, CurrentReplicas: replicas, UpdatedReplicas: replicas}
 }
 
 // isNotFound asserts that an object does not exist.
@@ -189,8 +189,7 @@ func playStatefulSetController(t *testing.T, namespace string) {
 				if sts.Status.ObservedGeneration == sts.Generation && sts.Status.ReadyReplicas == replicas && sts.Status.Replicas == replicas {
 					continue
 				}
-				sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: replicas, ReadyReplicas: replicas,
-					AvailableReplicas: replicas, CurrentReplicas: replicas, UpdatedReplicas: replicas}
+				sts.Status = readyStatus(sts, replicas)
 				_ = env.Client.Status().Update(ctx, sts) // a conflict is retried at the next poll.
 			}
 			return false, nil

@@ -56,6 +56,19 @@ func namesWritten(writes []string, resource string) []string {
 // finishMove plays the StatefulSet controller for a moved server: the
 // StatefulSet of its new binding becomes ready, so the storage change rolls
 // out and the old StatefulSet, which makes the old binding's claims, goes.
+// expectReleasedByItsOldShard completes a moved server's storage change
+// and checks that its old binding is Released, and that each shard wrote
+// only its own binding: oldShard the old one, newShard the new.
+func expectReleasedByItsOldShard(t *testing.T, g *WithT, key types.NamespacedName, old, moving *embedopsv1.ModelCacheBinding, oldShard, newShard *writeCounter) {
+	t.Helper()
+	finishMove(t, g, key, moving)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getBinding(t, g, key.Namespace, old.Name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
+	}).Should(Succeed())
+	g.Expect(namesWritten(newShard.writePaths(), "modelcachebindings")).To(ConsistOf(moving.Name))
+	g.Expect(namesWritten(oldShard.writePaths(), "modelcachebindings")).To(ConsistOf(old.Name))
+}
+
 func finishMove(t *testing.T, g *WithT, key types.NamespacedName, binding *embedopsv1.ModelCacheBinding) {
 	t.Helper()
 	next := types.NamespacedName{Namespace: key.Namespace, Name: decision.StatefulSetNameFor(binding, key.Name)}
@@ -178,13 +191,7 @@ func TestServerMovedToAnotherShardLeavesItsOldBinding(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getBinding(t, g, namespace, old.Name).Status.RequestReferences).To(BeEmpty())
 	}).Should(Succeed())
-	finishMove(t, g, key, moving)
-	g.Eventually(func(g Gomega) {
-		g.Expect(getBinding(t, g, namespace, old.Name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
-	}).Should(Succeed())
-
-	g.Expect(namesWritten(shard2.writePaths(), "modelcachebindings")).To(ConsistOf(moving.Name))
-	g.Expect(namesWritten(shard1.writePaths(), "modelcachebindings")).To(ConsistOf(old.Name))
+	expectReleasedByItsOldShard(t, g, key, old, moving, shard1, shard2)
 	g.Expect(namesWritten(shard1.writePaths(), "embeddingservers")).To(BeEmpty(), "the server is no longer shard1's")
 	uid := getServer(t, g, key).UID
 	var bindings embedopsv1.ModelCacheBindingList
@@ -212,12 +219,7 @@ func TestServerMovedWhileBothShardsRunIsReleasedByItsOldShard(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getBinding(t, g, namespace, old.Name).Status.RequestReferences).To(BeEmpty())
 	}).Should(Succeed())
-	finishMove(t, g, key, moving)
-	g.Eventually(func(g Gomega) {
-		g.Expect(getBinding(t, g, namespace, old.Name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
-	}).Should(Succeed())
-	g.Expect(namesWritten(shard2.writePaths(), "modelcachebindings")).To(ConsistOf(moving.Name))
-	g.Expect(namesWritten(shard1.writePaths(), "modelcachebindings")).To(ConsistOf(old.Name))
+	expectReleasedByItsOldShard(t, g, key, old, moving, shard1, shard2)
 }
 
 func TestWatchSelectorShapesTheShard(t *testing.T) {

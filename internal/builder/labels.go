@@ -50,6 +50,23 @@ func SelectorLabels(server *embedopsv1.EmbeddingServer) map[string]string {
 	}
 }
 
+// StatefulSetSelectorLabels returns the selector of a StatefulSet made now:
+// the server's pods by embedopsv1.NameLabel instead of
+// app.kubernetes.io/instance. The StatefulSet controller copies its
+// selector's matchLabels onto every claim it makes from a claim template
+// (kubernetes v1.37.2 pkg/controller/statefulset/stateful_set_utils.go,
+// getPersistentVolumeClaims), and app.kubernetes.io/instance on a claim
+// without an owner is what Argo CD's label tracking takes as the
+// Application's own and prunes (TrackingKeys). A StatefulSet made by an
+// older release keeps its selector, which is immutable (keepLiveSelector).
+func StatefulSetSelectorLabels(server *embedopsv1.EmbeddingServer) map[string]string {
+	return map[string]string{
+		AppNameLabel:         AppName,
+		ManagedByLabel:       ManagedBy,
+		embedopsv1.NameLabel: server.Name,
+	}
+}
+
 // Labels returns the labels of every child and of the pod template: the
 // selector labels plus the owner labels embedopsv1.NameLabel and
 // embedopsv1.NamespaceLabel.

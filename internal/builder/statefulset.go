@@ -87,7 +87,7 @@ func StatefulSet(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) 
 		ObjectMeta: objectMeta(server, server.Name),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:                             new(server.GetReplicas()),
-			Selector:                             &metav1.LabelSelector{MatchLabels: SelectorLabels(server)},
+			Selector:                             &metav1.LabelSelector{MatchLabels: StatefulSetSelectorLabels(server)},
 			ServiceName:                          HeadlessServiceName(server),
 			PodManagementPolicy:                  appsv1.ParallelPodManagement,
 			Template:                             *template,

@@ -1,6 +1,7 @@
 package builder_test
 
 import (
+	"k8s.io/apimachinery/pkg/labels"
 	"testing"
 	"time"
 
@@ -40,7 +41,11 @@ func TestStatefulSetMetadata(t *testing.T) {
 			g.Expect(sts.Spec.Replicas).To(HaveValue(Equal(tc.wantReplicas)))
 			g.Expect(sts.Spec.ServiceName).To(Equal(tc.server.Name + "-pods"))
 			g.Expect(sts.Spec.PodManagementPolicy).To(Equal(appsv1.ParallelPodManagement))
-			g.Expect(sts.Spec.Selector.MatchLabels).To(Equal(builder.SelectorLabels(tc.server)))
+			g.Expect(sts.Spec.Selector.MatchLabels).To(Equal(builder.StatefulSetSelectorLabels(tc.server)))
+			for _, key := range builder.TrackingKeys {
+				g.Expect(sts.Spec.Selector.MatchLabels).NotTo(HaveKey(key), "the StatefulSet controller copies the selector onto its claims")
+			}
+			g.Expect(labels.SelectorFromSet(sts.Spec.Selector.MatchLabels).Matches(labels.Set(sts.Spec.Template.Labels))).To(BeTrue())
 			g.Expect(sts.Spec.Template.Labels).To(Equal(builder.Labels(tc.server)))
 			g.Expect(sts.Spec.Template.Labels).To(HaveKeyWithValue(embedopsv1.NameLabel, tc.server.Name))
 			g.Expect(sts.Spec.Template.Annotations).To(HaveKeyWithValue("kubectl.kubernetes.io/default-container", "embedding"))

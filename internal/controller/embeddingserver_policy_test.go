@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/test/fixtures"
 )
 
@@ -64,14 +65,14 @@ func TestServerHasADisruptionBudgetFromTwoReplicas(t *testing.T) {
 	selector, err := labels.Parse(server.Status.Selector)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(selector.Matches(labels.Set(statefulSet.Spec.Template.Labels))).To(BeTrue(), "status.selector %q selects the pods", server.Status.Selector)
-	g.Expect(metav1.FormatLabelSelector(statefulSet.Spec.Selector)).To(Equal(server.Status.Selector))
+	g.Expect(server.Status.Selector).To(Equal(labels.SelectorFromSet(builder.SelectorLabels(server)).String()), "the Services' selector, which every StatefulSet's pods match")
 
 	updateServer(t, g, key, fixtures.WithReplicas(3))
 	pdb := &policyv1.PodDisruptionBudget{}
 	g.Eventually(func() error { return env.Client.Get(t.Context(), key, pdb) }).Should(Succeed())
 	g.Expect(pdb.Spec.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 	g.Expect(pdb.Spec.MinAvailable).To(BeNil())
-	g.Expect(pdb.Spec.Selector).To(Equal(statefulSet.Spec.Selector))
+	g.Expect(pdb.Spec.Selector).To(Equal(&metav1.LabelSelector{MatchLabels: builder.SelectorLabels(server)}))
 	g.Expect(metav1.GetControllerOf(pdb)).To(HaveValue(HaveField("UID", server.UID)))
 	g.Expect(pdb.Labels).To(HaveKeyWithValue(embedopsv1.NameLabel, "tei"))
 	g.Eventually(func(g Gomega) { g.Expect(inventoryIDs(t, g, key)).To(ContainElement(pdbID)) }).Should(Succeed())
@@ -95,7 +96,9 @@ func TestServerNetworkPolicyFollowsTheSpec(t *testing.T) {
 	statefulSet := waitForStatefulSet(t, g, key)
 	policy := &networkingv1.NetworkPolicy{}
 	g.Eventually(func() error { return env.Client.Get(t.Context(), key, policy) }).Should(Succeed())
-	g.Expect(policy.Spec.PodSelector).To(Equal(*statefulSet.Spec.Selector))
+	podSelector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podSelector.Matches(labels.Set(statefulSet.Spec.Template.Labels))).To(BeTrue(), "the policy selects the pods")
 	g.Expect(policy.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}))
 	g.Expect(policy.Spec.Ingress).To(HaveLen(1))
 	g.Expect(policy.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}), "an empty list admits the namespace's pods")

@@ -99,9 +99,6 @@ const (
 	UnschedulableReason = "Unschedulable"
 	// StorageClassDriftReason: the StorageClass changed after the decision.
 	StorageClassDriftReason = "StorageClassChanged"
-	// DecisionRecordedReason: a new binding recorded a cache decision at a
-	// known git revision.
-	DecisionRecordedReason = "DecisionRecorded"
 	// SourceUnknownReason: a cache decision was recorded with no git revision.
 	SourceUnknownReason = "SourceUnknown"
 	// SourceResolvedReason: the decision's source names a git commit.

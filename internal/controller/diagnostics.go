@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -35,17 +36,17 @@ var podChecks = []struct {
 	{embedopsv1.UnschedulableReason, unschedulable},
 }
 
+// unboundClaimsMessage is kube-scheduler's reason for a pod whose claims
+// with Immediate binding are not bound yet (kubernetes v1.37.2
+// pkg/scheduler/framework/plugins/volumebinding/volume_binding.go,
+// PreFilter); the pod is retried once they bind.
+const unboundClaimsMessage = "pod has unbound immediate PersistentVolumeClaims"
+
 // diagnose returns the first failure podChecks find in the pods, or nil.
 // Pods being deleted are ignored; pods are visited by name, so the same pods
 // always give the same diagnosis.
 func diagnose(pods []corev1.Pod) *diagnosis {
-	live := make([]*corev1.Pod, 0, len(pods))
-	for i := range pods {
-		if pods[i].DeletionTimestamp == nil {
-			live = append(live, &pods[i])
-		}
-	}
-	slices.SortFunc(live, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+	live := livePods(pods)
 	for _, c := range podChecks {
 		for _, pod := range live {
 			if message, found := c.check(pod); found {
@@ -54,6 +55,18 @@ func diagnose(pods []corev1.Pod) *diagnosis {
 		}
 	}
 	return nil
+}
+
+// livePods are the pods not being deleted, by name.
+func livePods(pods []corev1.Pod) []*corev1.Pod {
+	live := make([]*corev1.Pod, 0, len(pods))
+	for i := range pods {
+		if pods[i].DeletionTimestamp == nil {
+			live = append(live, &pods[i])
+		}
+	}
+	slices.SortFunc(live, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+	return live
 }
 
 // waitingWith checks for a container waiting with the given reason.
@@ -87,8 +100,33 @@ func terminatedWith(reason string) podCheck {
 }
 
 // unschedulable checks for a PodScheduled=False condition with reason
-// Unschedulable.
+// Unschedulable, other than waiting for its claims to bind
+// (waitingForClaims): that is the cache's wait, which CacheReady reports,
+// not a failing pod.
 func unschedulable(pod *corev1.Pod) (string, bool) {
+	message, found := podUnschedulable(pod)
+	if !found || strings.Contains(message, unboundClaimsMessage) {
+		return "", false
+	}
+	return message, true
+}
+
+// waitingForClaims is the diagnosis of the first pod, by name, that cannot
+// be scheduled only until its claims bind; nil when none waits so. The
+// server stays Initializing while it waits, and stalls as Unschedulable
+// with it once spec.progressDeadline passes without progress.
+func waitingForClaims(pods []corev1.Pod) *diagnosis {
+	for _, pod := range livePods(pods) {
+		if message, found := podUnschedulable(pod); found && strings.Contains(message, unboundClaimsMessage) {
+			return &diagnosis{Reason: embedopsv1.UnschedulableReason, Message: fmt.Sprintf("pod %s: %s", pod.Name, message)}
+		}
+	}
+	return nil
+}
+
+// podUnschedulable describes a PodScheduled=False condition with reason
+// Unschedulable.
+func podUnschedulable(pod *corev1.Pod) (string, bool) {
 	for _, condition := range pod.Status.Conditions {
 		if condition.Type == corev1.PodScheduled && condition.Status == corev1.ConditionFalse && condition.Reason == corev1.PodReasonUnschedulable {
 			if condition.Message == "" {

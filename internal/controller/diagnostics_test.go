@@ -128,6 +128,11 @@ func TestDiagnoseFindsWhyPodsAreNotReady(t *testing.T) {
 			want: &diagnosis{embedopsv1.UnschedulableReason, "pod tei-0: cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."},
 		},
 		{
+			name:    "waiting for its claims to bind",
+			pods:    []corev1.Pod{testPod("tei-0", notScheduled("Unschedulable", unboundClaimsSchedulerMessage))},
+			comment: "the cache's wait, which CacheReady reports; waitingForClaims keeps it for the deadline",
+		},
+		{
 			name: "scheduling gated",
 			pods: []corev1.Pod{testPod("tei-0", notScheduled("SchedulingGated", ""))},
 		},
@@ -154,4 +159,12 @@ func TestDiagnoseFindsWhyPodsAreNotReady(t *testing.T) {
 			g.Expect(diagnose(tc.pods)).To(Equal(tc.want), tc.comment)
 		})
 	}
+}
+
+func TestWaitingForClaimsNamesThePodThatWaitsOnlyForItsClaims(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(waitingForClaims([]corev1.Pod{testPod("tei-0"), testPod("tei-1", notScheduled("Unschedulable", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."))})).To(BeNil())
+	g.Expect(waitingForClaims([]corev1.Pod{testPod("tei-1", notScheduled("Unschedulable", unboundClaimsSchedulerMessage)), testPod("tei-0", notScheduled("Unschedulable", unboundClaimsSchedulerMessage))})).
+		To(Equal(&diagnosis{embedopsv1.UnschedulableReason, "pod tei-0: cannot be scheduled: " + unboundClaimsSchedulerMessage}))
+	g.Expect(waitingForClaims([]corev1.Pod{testPod("tei-0", deleting(), notScheduled("Unschedulable", unboundClaimsSchedulerMessage))})).To(BeNil(), "a pod being deleted waits for nothing")
 }

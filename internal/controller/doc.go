@@ -7,8 +7,10 @@
 //     the read copy's resourceVersion as precondition; after a Conflict,
 //     patch.SerialPatcher's conditions-then-status patches, which merge the
 //     owned conditions into the latest copy), by the field manager
-//     embedopsv1.StatusFieldManager; a new finalizer follows in a metadata
-//     patch. observedGeneration is set when the
+//     embedopsv1.StatusFieldManager. A new finalizer is patched at once, at
+//     the start of the first reconcile, which goes on from the answer (no
+//     status is written for the finalizer alone). observedGeneration is set
+//     when the
 //     generation was fully handled: on success and on a terminal error.
 //     The patch is a diff from the copy the reconcile started from, so that
 //     copy is never older than this process's last write of the server: a
@@ -101,10 +103,12 @@
 //     back to one it does not reference (a reverted decision): the
 //     StatefulSet under the name its claims carry, so new storage never
 //     takes the name of a StatefulSet that serves other storage
-//     (placeBesideServing, usable);
+//     (placeBesideServing, usable; not when this reconcile's ownership
+//     check found the name free);
 //   - the token Secret and the API key Secret, by name: Secrets are not
 //     cached;
-//   - in the ledger: the server before a reference is added (confirmLive),
+//   - in the ledger: the server before a reference is added (confirmLive;
+//     not when this reconcile's finalizer patch answered with it),
 //     a binding whose reference this process removed or which it wrote
 //     later than the cached copy, a binding name found taken on create,
 //     the first listing of a server's bindings in this process (a previous

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/ledger"
 	"github.com/embedops/embedops/internal/decision"
 	"github.com/embedops/embedops/internal/provenance"
 )
@@ -38,11 +39,18 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 	// Provenance is resolved only when a binding is created (its source is
 	// immutable); a problem with it is reported, never a reason to wait.
 	var resolution provenance.Resolution
+	var bindOptions []ledger.BindOption
+	if scope.readLive {
+		bindOptions = append(bindOptions, ledger.ServerReadLive())
+	}
+	if scope.absent[expectedChildren(server)[0].ID] {
+		bindOptions = append(bindOptions, ledger.StatefulSetAbsent())
+	}
 	bound, err := r.ledger.Bind(ctx, server, d, func(ctx context.Context) (embedopsv1.DecisionSource, error) {
 		var err error
 		resolution, err = r.provenance.Resolve(ctx, server)
 		return resolution.Source, err
-	})
+	}, bindOptions...)
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
@@ -116,9 +124,10 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 }
 
 // reportSource sets SourceResolved from the resolution the new binding
-// recorded, and tells which revision it was recorded at: a Normal event
-// when the source names a commit, else one Warning per change of reason.
-// Provenance never stalls a server.
+// recorded, with the revision it was recorded at in its message, and a
+// Warning event per change of reason when the source is not known. A known
+// source has no event of the server's own: the binding's Created event
+// names it, and the condition keeps it. Provenance never stalls a server.
 func (r *EmbeddingServerReconciler) reportSource(server *embedopsv1.EmbeddingServer, binding string, res provenance.Resolution) {
 	source := res.Source
 	if res.Disagreement != "" {
@@ -128,8 +137,6 @@ func (r *EmbeddingServerReconciler) reportSource(server *embedopsv1.EmbeddingSer
 	if res.Reason == "" {
 		conditions.MarkTrue(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceResolvedReason,
 			"cache decision %s recorded at %s (%s)", binding, source.Revision, source.Method)
-		r.events.Eventf(server, nil, corev1.EventTypeNormal, embedopsv1.DecisionRecordedReason, "RecordDecision",
-			"recorded cache decision %s at %s (%s)", binding, source.Revision, source.Method)
 		return
 	}
 	changed := conditions.GetReason(server, embedopsv1.SourceResolvedCondition) != res.Reason

@@ -112,9 +112,13 @@ func TestDecisionSourceIsRecordedAndTold(t *testing.T) {
 		var events corev1.EventList
 		g.Expect(env.Client.List(t.Context(), &events, client.InNamespace(namespace))).To(Succeed())
 		g.Expect(events.Items).To(ContainElement(And(
-			HaveField("InvolvedObject.Name", "declared"), HaveField("Reason", embedopsv1.DecisionRecordedReason),
-			HaveField("Message", ContainSubstring("main@sha1:"+commit)))), "the server's events carry the revision")
+			HaveField("InvolvedObject.Kind", embedopsv1.ModelCacheBindingKind), HaveField("Reason", embedopsv1.CreatedReason),
+			HaveField("Message", ContainSubstring("main@sha1:"+commit)))), "the binding's Created event carries the revision")
+		g.Expect(events.Items).NotTo(ContainElement(And(HaveField("InvolvedObject.Name", "declared"), HaveField("Type", corev1.EventTypeNormal),
+			HaveField("Reason", Not(Equal(embedopsv1.AvailableReason))))), "a known source costs the server no event of its own")
 	}).Should(Succeed())
+	g.Expect(conditions.GetMessage(getServer(t, g, declaredKey), embedopsv1.SourceResolvedCondition)).To(ContainSubstring("main@sha1:"+commit),
+		"the server's condition carries the revision")
 }
 
 // TestMalformedDeclaredRevisionKeepsServing: a provenance problem is

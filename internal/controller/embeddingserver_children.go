@@ -75,6 +75,7 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 	live := &appsv1.StatefulSet{}
 	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: statefulSet.Name}, live); {
 	case err == nil:
+		keepLiveSelector(statefulSet, live)
 		keepLiveClaimTemplates(statefulSet, live)
 		keepLiveLifecycle(statefulSet, live)
 	case !apierrors.IsNotFound(err):
@@ -148,8 +149,19 @@ func ownerLabels() *ssa.ResourceManager {
 // When the cache shows every child as the last unchanged apply found it
 // (childrenUnchanged), the names are ours and the check waits for the
 // apply phase, which makes it only if it has something to apply.
+// While the cache has not shown the children the last apply created yet,
+// and the spec is the one that apply handled, the reconcile stops here and
+// writes nothing new: their arrival brings the server back (Owns), and
+// reading them uncached meanwhile would cost a GET each and ssa's GET and
+// dry run.
 func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	unchanged, err := r.childrenUnchanged(ctx, scope.server, namedChildren(scope.server))
+	server := scope.server
+	unchanged, behind, err := r.childrenUnchanged(ctx, server, namedChildren(server))
+	if behind > 0 && server.Generation == server.Status.ObservedGeneration {
+		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the cache to show the children just created")
+		scope.halted = true
+		return ctrl.Result{RequeueAfter: behind}, nil
+	}
 	if err != nil || unchanged {
 		scope.childrenVerified = unchanged
 		return ctrl.Result{}, err

@@ -57,8 +57,24 @@ func untrackPatch(labels map[string]string) []byte {
 	return patch
 }
 
+// keepLiveSelector gives the desired StatefulSet the live one's selector,
+// which is immutable (k8s pkg/apis/apps/validation,
+// ValidateStatefulSetUpdate: "updates to statefulset spec for fields other
+// than ... are forbidden"): a StatefulSet made by a release before
+// builder.StatefulSetSelectorLabels keeps selecting by
+// app.kubernetes.io/instance, and its claims are mended by untrackClaims,
+// rather than every replica being replaced on upgrade.
+func keepLiveSelector(desired, live *appsv1.StatefulSet) {
+	if live == nil || live.Spec.Selector == nil {
+		return
+	}
+	desired.Spec.Selector = live.Spec.Selector.DeepCopy()
+}
+
 // keepLiveClaimTemplates gives each desired claim template the live
-// StatefulSet's template of the same name, labels and spec. Claim templates
+// StatefulSet's template of the same name, labels and spec, where they
+// differ in more than what the API server defaults (volumeMode, the
+// template's status phase). Claim templates
 // are immutable (k8s pkg/apis/apps/validation, volumeClaimTemplates
 // "immutable"), and a template's name carries its storage (the decision
 // digest and the binding's suffix), so under one name only two things can
@@ -66,7 +82,9 @@ func untrackPatch(labels map[string]string) []byte {
 // claims it already made (untrackClaims mends those claims instead), and a
 // size grown in place by a successor binding (decision.GrowsInPlace), whose
 // claims the ledger expands (ExpandClaims). Either would otherwise replace
-// the StatefulSet and every pod.
+// the StatefulSet and every pod. A template that differs in defaults only
+// stays as built, so the desired children are the same in every reconcile
+// (verifiedChildren) and the apply still finds no drift.
 func keepLiveClaimTemplates(desired, live *appsv1.StatefulSet) {
 	if live == nil {
 		return
@@ -74,10 +92,28 @@ func keepLiveClaimTemplates(desired, live *appsv1.StatefulSet) {
 	for i := range desired.Spec.VolumeClaimTemplates {
 		want := &desired.Spec.VolumeClaimTemplates[i]
 		index := slices.IndexFunc(live.Spec.VolumeClaimTemplates, func(t corev1.PersistentVolumeClaim) bool { return t.Name == want.Name })
-		if index >= 0 {
+		if index >= 0 && !sameBeyondDefaults(want, &live.Spec.VolumeClaimTemplates[index]) {
 			live.Spec.VolumeClaimTemplates[index].DeepCopyInto(want)
 		}
 	}
+}
+
+// sameBeyondDefaults reports whether a built claim template and a live one
+// differ only in the fields the API server defaults in a claim template
+// (k8s pkg/apis/core/v1/defaults.go SetDefaults_PersistentVolumeClaimSpec:
+// volumeMode Filesystem; SetDefaults_PersistentVolumeClaim: status.phase
+// Pending).
+func sameBeyondDefaults(built, live *corev1.PersistentVolumeClaim) bool {
+	defaulted := built.DeepCopy()
+	if defaulted.Spec.VolumeMode == nil {
+		defaulted.Spec.VolumeMode = new(corev1.PersistentVolumeFilesystem)
+	}
+	if defaulted.Status.Phase == "" {
+		defaulted.Status.Phase = corev1.ClaimPending
+	}
+	return equality.Semantic.DeepEqual(defaulted.ObjectMeta, live.ObjectMeta) &&
+		equality.Semantic.DeepEqual(defaulted.Spec, live.Spec) &&
+		equality.Semantic.DeepEqual(defaulted.Status, live.Status)
 }
 
 // keepLiveLifecycle leaves a live StatefulSet's TEI container without

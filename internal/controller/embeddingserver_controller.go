@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -175,6 +176,16 @@ type serverScope struct {
 	// stalled: a phase is waiting for a human (Stalled is set) and polls,
 	// since what it waits on is not watched.
 	stalled bool
+	// patcher writes the server: the finalizer at once, the status at the
+	// end of the reconcile.
+	patcher *serverPatcher
+	// readLive: server is the API server's answer to a write of this
+	// reconcile (the finalizer), as live as an uncached read.
+	readLive bool
+	// claimsWait is a pod that cannot be scheduled until its claims bind,
+	// set by reconcileDiagnostics: Ready stays Initializing, and the
+	// progress deadline applies to it (reconcileProgress).
+	claimsWait *diagnosis
 }
 
 // phase is one step of a reconcile. It changes the scope's server status and
@@ -188,7 +199,7 @@ type phase struct {
 // recorder and ledger, metrics and the watches.
 func (r *EmbeddingServerReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
 	r.client, r.apiReader, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), recorder, l
-	r.servers = recordingWriter{Client: r.client, apiReader: r.apiReader, writes: &r.writes}
+	r.servers = recordingWriter{Client: r.client, apiReader: r.apiReader, writes: &r.writes, answers: &sync.Map{}}
 	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
 	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader(), ArgoCDNamespace: opts.ArgoCDNamespace}
@@ -251,6 +262,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 	scope := newServerScope(server)
 	patcher := newServerPatcher(server, r.servers)
+	scope.patcher = patcher
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
 	}()
@@ -285,6 +297,7 @@ func (r *EmbeddingServerReconciler) readServer(ctx context.Context, key types.Na
 	err := r.servers.Get(ctx, key, server)
 	if apierrors.IsNotFound(err) {
 		r.writes.Forget(key)
+		r.servers.forgetAnswer(key)
 		return nil, nil
 	}
 	if err != nil {
@@ -335,17 +348,21 @@ func serverOfPod(_ context.Context, pod client.Object) []reconcile.Request {
 }
 
 // reconcileFinalizer adds the finalizer that holds the server until its
-// children are removed and its binding references are gone. A new
-// finalizer ends the reconcile: the deferred patch writes it before any
-// binding is referenced, so a server deleted (or a controller killed) in
-// between can never leave a reference nobody removes.
-func (r *EmbeddingServerReconciler) reconcileFinalizer(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+// children are removed and its binding references are gone. It is written
+// at once, before any binding is referenced, so a server deleted (or a
+// controller killed) in between can never leave a reference nobody
+// removes; the reconcile goes on from the API server's answer, whose
+// status it writes once at its end (Flux's controllers end the reconcile
+// here and write a Reconciling status first: one write more per server).
+func (r *EmbeddingServerReconciler) reconcileFinalizer(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	if controllerutil.ContainsFinalizer(scope.server, embedopsv1.ServerFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	controllerutil.AddFinalizer(scope.server, embedopsv1.ServerFinalizer)
-	scope.halted = true
-	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	if err := scope.patcher.AddFinalizer(ctx, scope.server, embedopsv1.ServerFinalizer); err != nil {
+		return ctrl.Result{}, err
+	}
+	scope.readLive = true
+	return ctrl.Result{}, nil
 }
 
 // reconcileRequest records the handled reconcile.fluxcd.io/requestedAt

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
@@ -67,6 +68,24 @@ func (p *serverPatcher) Patch(ctx context.Context, server *embedopsv1.EmbeddingS
 		return err
 	}
 	return p.patchMetadata(ctx, server)
+}
+
+// AddFinalizer writes a new finalizer at once, as a merge patch with the
+// read copy's resourceVersion as precondition (the patch replaces the whole
+// list, so a finalizer someone added since must not be lost), and makes the
+// API server's answer the copy the status patch starts from. The answer is
+// the server as stored now, as live as an uncached read.
+func (p *serverPatcher) AddFinalizer(ctx context.Context, server *embedopsv1.EmbeddingServer, finalizer string) error {
+	base := server.DeepCopy()
+	controllerutil.AddFinalizer(server, finalizer)
+	err := p.client.Patch(ctx, server, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(embedopsv1.StatusFieldManager))
+	if err != nil {
+		base.DeepCopyInto(server)
+		return fmt.Errorf("adding the finalizer: %w", err)
+	}
+	p.before = server.DeepCopy()
+	p.serial = patch.NewSerialPatcher(server, p.client)
+	return nil
 }
 
 // patchStatus sends the status diff with the read copy's resourceVersion as

@@ -36,7 +36,7 @@ func (r *EmbeddingServerReconciler) reconcileProgress(_ context.Context, scope *
 	ready, updated := replicaCounts(scope.statefulSet)
 	server.Status.Progress = nextProgress(server.Status.Progress, server.Generation, ready, updated, now)
 	deadline := server.GetProgressDeadline()
-	waiting, found := waitingOn(server, deadline)
+	waiting, found := waitingOn(server, scope.claimsWait, deadline)
 	if !found {
 		return ctrl.Result{}, nil
 	}
@@ -97,16 +97,24 @@ func untilDeadline(progress *embedopsv1.ServerProgress, deadline time.Duration, 
 	return progress.LastProgressTime.Add(deadline).Sub(now)
 }
 
+// pastDeadline is the stall of a wait that outlived the deadline.
+func pastDeadline(wait diagnosis, deadline time.Duration) diagnosis {
+	message := strings.TrimSuffix(wait.Message, ".")
+	return diagnosis{Reason: wait.Reason, Message: fmt.Sprintf("%s; no progress for %s (spec.progressDeadline)", message, deadline)}
+}
+
 // waitingOn is what a server that is not Ready waits on, as a stall would
-// report it: the diagnosed reason on Ready, else a stall for a diagnosed
-// reason already reported, which holds until progress. found is false when
+// report it: the diagnosed reason on Ready, else a pod waiting for its
+// claims to bind (claimsWait), else a stall for a diagnosed reason already
+// reported, which holds until progress. found is false when
 // the server waits on nothing the deadline applies to (pods starting, a
 // download, a transient error).
-func waitingOn(server *embedopsv1.EmbeddingServer, deadline time.Duration) (waiting diagnosis, found bool) {
+func waitingOn(server *embedopsv1.EmbeddingServer, claimsWait *diagnosis, deadline time.Duration) (waiting diagnosis, found bool) {
 	if reason := conditions.GetReason(server, embedopsv1.ReadyCondition); slices.Contains(degradedReasons, reason) {
-		message := strings.TrimSuffix(conditions.GetMessage(server, embedopsv1.ReadyCondition), ".")
-		message = fmt.Sprintf("%s; no progress for %s (spec.progressDeadline)", message, deadline)
-		return diagnosis{Reason: reason, Message: message}, true
+		return pastDeadline(diagnosis{Reason: reason, Message: conditions.GetMessage(server, embedopsv1.ReadyCondition)}, deadline), true
+	}
+	if claimsWait != nil {
+		return pastDeadline(*claimsWait, deadline), true
 	}
 	stalled := conditions.Get(server, embedopsv1.StalledCondition)
 	if stalled != nil && stalled.Status == metav1.ConditionTrue && slices.Contains(degradedReasons, stalled.Reason) {

@@ -59,10 +59,21 @@ func withProgressDeadline(d time.Duration) fixtures.Option {
 // node the cluster autoscaler adds.
 const unschedulableMessage = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
 
+// unboundClaimsSchedulerMessage is kube-scheduler v1.37.2's message on a
+// pod whose cache claim the provisioner has not bound yet.
+const unboundClaimsSchedulerMessage = "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+
 // createUnschedulablePod plays the StatefulSet controller and the
 // scheduler: it creates the pod <server>-<ordinal> with the pod template's
 // labels, which no node can take yet.
 func createUnschedulablePod(t *testing.T, g *WithT, key types.NamespacedName, ordinal string) {
+	t.Helper()
+	createPodUnschedulableFor(t, g, key, ordinal, unschedulableMessage)
+}
+
+// createPodUnschedulableFor creates the pod as createUnschedulablePod does,
+// with the scheduler's message.
+func createPodUnschedulableFor(t *testing.T, g *WithT, key types.NamespacedName, ordinal, message string) {
 	t.Helper()
 	sts := waitForStatefulSet(t, g, key)
 	pod := &corev1.Pod{
@@ -75,7 +86,7 @@ func createUnschedulablePod(t *testing.T, g *WithT, key types.NamespacedName, or
 	pod.Status = corev1.PodStatus{
 		Phase: corev1.PodPending,
 		Conditions: []corev1.PodCondition{{
-			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: unschedulableMessage,
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: message,
 		}},
 	}
 	g.Expect(env.Client.Status().Update(t.Context(), pod)).To(Succeed())
@@ -221,6 +232,39 @@ func TestUnschedulablePodsAreProgressUntilTheDeadline(t *testing.T) {
 	}).Should(Succeed())
 }
 
+// A pod that cannot be scheduled until its cache claim binds waits on the
+// cache, which CacheReady reports: the server is Initializing (Pending, not
+// Degraded) and its first observation is not written again for it; a claim
+// that never binds stalls it as Unschedulable once the deadline passes.
+func TestAPodWaitingForItsClaimsIsInitializingUntilTheDeadline(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	clock := newTestClock(time.Now())
+	startManager(t, namespace, withClock(clock))
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	initializing := waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
+	createPodUnschedulableFor(t, g, key, "0", unboundClaimsSchedulerMessage)
+	setStatefulSetReplicas(t, g, key, 1, 0)
+
+	waiting := func(g Gomega) {
+		server := getServer(t, g, key)
+		g.Expect(conditions.Get(server, embedopsv1.ReadyCondition)).To(HaveField("Reason", embedopsv1.InitializingReason))
+		g.Expect(conditions.GetMessage(server, embedopsv1.ReadyCondition)).To(Equal(conditions.GetMessage(initializing, embedopsv1.ReadyCondition)))
+		g.Expect(server.Status.Phase).To(Equal(embedopsv1.PhasePending))
+		g.Expect(conditions.Has(server, embedopsv1.StalledCondition)).To(BeFalse())
+	}
+	requestReconcile(t, g, key)
+	g.Consistently(waiting).Should(Succeed())
+
+	clock.Advance(10*time.Minute + time.Second)
+	requestReconcile(t, g, key)
+	server := waitForCondition(t, g, key, embedopsv1.StalledCondition, metav1.ConditionTrue, embedopsv1.UnschedulableReason)
+	g.Expect(conditions.GetMessage(server, embedopsv1.StalledCondition)).To(And(
+		ContainSubstring("pod has unbound immediate PersistentVolumeClaims"), HaveSuffix("; no progress for 10m0s (spec.progressDeadline)")))
+	g.Eventually(func(g Gomega) { g.Expect(getServer(t, g, key).Status.Phase).To(Equal(embedopsv1.PhaseFailed)) }).Should(Succeed())
+}
+
 func TestProgressDeadlineSurvivesAControllerRestart(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
@@ -288,29 +332,33 @@ func TestWaitingOnIsTheDiagnosisOrTheStallItHolds(t *testing.T) {
 	stalled := func(reason string) *metav1.Condition {
 		return conditions.TrueCondition(embedopsv1.StalledCondition, reason, "pod tei-0: %s; no progress for 10m0s (spec.progressDeadline)", reason)
 	}
+	claimsWait := &diagnosis{embedopsv1.UnschedulableReason, "pod tei-0: cannot be scheduled: pod has unbound immediate PersistentVolumeClaims."}
 	cases := []struct {
-		name   string
-		server *embedopsv1.EmbeddingServer
-		want   *diagnosis
+		name       string
+		server     *embedopsv1.EmbeddingServer
+		claimsWait *diagnosis
+		want       *diagnosis
 	}{
-		{"pods starting", withConditions(false, notReady(embedopsv1.InitializingReason)), nil},
-		{"downloading", withConditions(false, notReady(embedopsv1.DownloadingReason)), nil},
-		{"a transient error", withConditions(false, notReady(embedopsv1.ProgressingWithRetryReason)), nil},
-		{"a diagnosed pod", withConditions(false, notReady(embedopsv1.UnschedulableReason)),
+		{"pods starting", withConditions(false, notReady(embedopsv1.InitializingReason)), nil, nil},
+		{"a pod waiting for its claims", withConditions(false, notReady(embedopsv1.InitializingReason)), claimsWait,
+			&diagnosis{embedopsv1.UnschedulableReason, "pod tei-0: cannot be scheduled: pod has unbound immediate PersistentVolumeClaims; no progress for 10m0s (spec.progressDeadline)"}},
+		{"downloading", withConditions(false, notReady(embedopsv1.DownloadingReason)), nil, nil},
+		{"a transient error", withConditions(false, notReady(embedopsv1.ProgressingWithRetryReason)), nil, nil},
+		{"a diagnosed pod", withConditions(false, notReady(embedopsv1.UnschedulableReason)), nil,
 			&diagnosis{embedopsv1.UnschedulableReason, "pod tei-0: Unschedulable; no progress for 10m0s (spec.progressDeadline)"}},
 		{"a diagnosis that ends a sentence", withConditions(false,
-			conditions.FalseCondition(embedopsv1.ReadyCondition, embedopsv1.UnschedulableReason, "pod tei-0: cannot be scheduled: 0/3 nodes are available.")),
+			conditions.FalseCondition(embedopsv1.ReadyCondition, embedopsv1.UnschedulableReason, "pod tei-0: cannot be scheduled: 0/3 nodes are available.")), nil,
 			&diagnosis{embedopsv1.UnschedulableReason, "pod tei-0: cannot be scheduled: 0/3 nodes are available; no progress for 10m0s (spec.progressDeadline)"}},
-		{"a crash loop's container briefly running", withConditions(false, notReady(embedopsv1.InitializingReason), stalled(embedopsv1.CrashLoopBackOffReason)),
+		{"a crash loop's container briefly running", withConditions(false, notReady(embedopsv1.InitializingReason), stalled(embedopsv1.CrashLoopBackOffReason)), nil,
 			&diagnosis{embedopsv1.CrashLoopBackOffReason, "pod tei-0: CrashLoopBackOff; no progress for 10m0s (spec.progressDeadline)"}},
-		{"another diagnosis than the stall's", withConditions(false, notReady(embedopsv1.OOMKilledReason), stalled(embedopsv1.CrashLoopBackOffReason)),
+		{"another diagnosis than the stall's", withConditions(false, notReady(embedopsv1.OOMKilledReason), stalled(embedopsv1.CrashLoopBackOffReason)), nil,
 			&diagnosis{embedopsv1.OOMKilledReason, "pod tei-0: OOMKilled; no progress for 10m0s (spec.progressDeadline)"}},
-		{"a stall the deadline did not make", withConditions(false, notReady(embedopsv1.InitializingReason), stalled(embedopsv1.SecretNotFoundReason)), nil},
+		{"a stall the deadline did not make", withConditions(false, notReady(embedopsv1.InitializingReason), stalled(embedopsv1.SecretNotFoundReason)), nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, found := waitingOn(tc.server, 10*time.Minute)
+			got, found := waitingOn(tc.server, tc.claimsWait, 10*time.Minute)
 			if tc.want == nil {
 				g.Expect(found).To(BeFalse())
 				return

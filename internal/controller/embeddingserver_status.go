@@ -111,7 +111,8 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 }
 
 // reconcileDiagnostics replaces Ready=False Initializing by what the pods
-// report, when one of them is failing.
+// report, when one of them is failing; a pod that waits only for its claims
+// to bind is not failing (scope.claimsWait).
 func (r *EmbeddingServerReconciler) reconcileDiagnostics(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	if conditions.IsTrue(server, embedopsv1.ReadyCondition) {
@@ -124,6 +125,8 @@ func (r *EmbeddingServerReconciler) reconcileDiagnostics(ctx context.Context, sc
 	}
 	if found := diagnose(pods.Items); found != nil {
 		conditions.MarkFalse(server, embedopsv1.ReadyCondition, found.Reason, "%s", found.Message)
+	} else {
+		scope.claimsWait = waitingForClaims(pods.Items)
 	}
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
@@ -140,7 +143,8 @@ type availability struct {
 // ready at the StatefulSet's update revision, ScaledToZero when none are
 // desired and none run, Initializing otherwise. A StatefulSet the cache has
 // not caught up with (seen false: this process changed it since), or whose
-// status is of an older generation, is not trusted.
+// status is of an older generation (and so may count replicas of the old
+// pod template), is not trusted.
 func availabilityOf(desired int32, statefulSet *appsv1.StatefulSet, seen bool) availability {
 	switch {
 	case desired == 0 && (statefulSet == nil || statefulSet.Status.Replicas == 0):
@@ -154,7 +158,10 @@ func availabilityOf(desired int32, statefulSet *appsv1.StatefulSet, seen bool) a
 		return availability{false, embedopsv1.InitializingReason, fmt.Sprintf("scaling to zero: %d replicas remain", statefulSet.Status.Replicas)}
 	case !seen:
 		return availability{false, embedopsv1.InitializingReason, progress + "; waiting to observe the StatefulSet just applied"}
-	case statefulSet.Status.ObservedGeneration < statefulSet.Generation:
+	case statefulSet.Status.ObservedGeneration < statefulSet.Generation && statefulSet.Status.ObservedGeneration > 0:
+		// A StatefulSet never observed has no status, so no ready replica
+		// either: it reads as the plain progress below, as before it was
+		// created, and a new server's first observation is not written twice.
 		return availability{false, embedopsv1.InitializingReason, fmt.Sprintf("%s; StatefulSet generation %d not observed yet", progress, statefulSet.Generation)}
 	case statefulSet.Status.ReadyReplicas < desired:
 		return availability{false, embedopsv1.InitializingReason, progress}

@@ -90,6 +90,7 @@ func TestAvailabilityComparesReadyAndDesiredReplicas(t *testing.T) {
 		want        availability
 	}{
 		{"not created yet", 1, nil, true, availability{false, embedopsv1.InitializingReason, "0/1 replicas ready"}},
+		{"created, never observed", 1, sts(1, 0, 0, 0), true, availability{false, embedopsv1.InitializingReason, "0/1 replicas ready"}},
 		{"no pod ready", 2, sts(1, 1, 2, 0), true, availability{false, embedopsv1.InitializingReason, "0/2 replicas ready"}},
 		{"some pods ready", 2, sts(1, 1, 2, 1), true, availability{false, embedopsv1.InitializingReason, "1/2 replicas ready"}},
 		{"all pods ready", 2, sts(1, 1, 2, 2), true, availability{true, embedopsv1.AvailableReason, "2/2 replicas ready"}},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
@@ -39,7 +40,19 @@ type verifiedChildren struct {
 type verifiedState struct {
 	desired string
 	cached  map[string]string // inventory ID -> childDigest
+	// created are the children that apply created, at appliedAt: until the
+	// cache shows them, a reconcile waits for it (createdCacheWait) rather
+	// than checking every child uncached.
+	created   map[string]bool
+	appliedAt time.Time
 }
+
+// createdCacheWait is how long a reconcile waits for the cache to show the
+// children the last apply created before it checks them all uncached. The
+// cache normally shows them within a second, and their arrival is an
+// event (Owns) that brings the server back at once; the wait only bounds a
+// child deleted before the cache saw it.
+const createdCacheWait = 10 * time.Second
 
 // forget drops what is remembered of a server.
 func (v *verifiedChildren) forget(server types.UID) {
@@ -47,21 +60,38 @@ func (v *verifiedChildren) forget(server types.UID) {
 }
 
 // childrenUnchanged reports whether every child the server's spec names
-// is in the cache exactly as the last unchanged apply found it.
-func (r *EmbeddingServerReconciler) childrenUnchanged(ctx context.Context, server *embedopsv1.EmbeddingServer, named []embedopsv1.ResourceRef) (bool, error) {
+// is in the cache exactly as the last unchanged apply found it; else, when
+// the cache only lacks children that apply created a moment ago, how long
+// to wait for it (behind).
+func (r *EmbeddingServerReconciler) childrenUnchanged(ctx context.Context, server *embedopsv1.EmbeddingServer, named []embedopsv1.ResourceRef) (unchanged bool, behind time.Duration, err error) {
 	value, ok := r.verified.states.Load(server.UID)
 	if !ok {
-		return false, nil
+		return false, 0, nil
 	}
 	state := value.(verifiedState)
 	if len(named) != len(state.cached) {
-		return false, nil
+		return false, 0, nil
 	}
-	cached, complete, err := r.cachedChildren(ctx, named)
-	if err != nil || !complete {
-		return false, err
+	cached, missing, err := r.cachedChildren(ctx, named)
+	if err != nil {
+		return false, 0, err
 	}
-	return maps.EqualFunc(cached, state.cached, func(child cachedChild, digest string) bool { return child.digest == digest }), nil
+	if len(missing) > 0 {
+		return false, state.cacheBehind(missing), nil
+	}
+	return maps.EqualFunc(cached, state.cached, func(child cachedChild, digest string) bool { return child.digest == digest }), 0, nil
+}
+
+// cacheBehind is how much longer to wait for the cache to show the missing
+// children: zero unless this state's apply created all of them less than
+// createdCacheWait ago.
+func (s verifiedState) cacheBehind(missing []string) time.Duration {
+	for _, id := range missing {
+		if !s.created[id] {
+			return 0
+		}
+	}
+	return max(createdCacheWait-time.Since(s.appliedAt), 0)
 }
 
 // desiredUnchanged reports whether the desired children are those the
@@ -109,8 +139,8 @@ func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *se
 			return err
 		}
 	}
-	cached, complete, err := r.cachedChildren(ctx, found)
-	if err != nil || !complete {
+	cached, missing, err := r.cachedChildren(ctx, found)
+	if err != nil || len(missing) > 0 {
 		return err
 	}
 	for id, child := range cached {
@@ -119,7 +149,11 @@ func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *se
 		}
 		digests[id] = child.digest
 	}
-	r.verified.states.Store(server.UID, verifiedState{desired: desired, cached: digests})
+	created := make(map[string]bool, len(scope.created))
+	for id := range scope.created {
+		created[id] = true
+	}
+	r.verified.states.Store(server.UID, verifiedState{desired: desired, cached: digests, created: created, appliedAt: time.Now()})
 	return nil
 }
 
@@ -142,34 +176,36 @@ type cachedChild struct {
 }
 
 // cachedChildren reads the children from the cache and returns their
-// digests and resourceVersions by inventory ID; complete is false when one
-// is not cached.
-func (r *EmbeddingServerReconciler) cachedChildren(ctx context.Context, refs []embedopsv1.ResourceRef) (map[string]cachedChild, bool, error) {
+// digests and resourceVersions by inventory ID, and the IDs of those it
+// does not hold.
+func (r *EmbeddingServerReconciler) cachedChildren(ctx context.Context, refs []embedopsv1.ResourceRef) (map[string]cachedChild, []string, error) {
 	children := make(map[string]cachedChild, len(refs))
+	var missing []string
 	for _, ref := range refs {
 		id, err := object.ParseObjMetadata(ref.ID)
 		if err != nil {
-			return nil, false, fmt.Errorf("parsing child %q: %w", ref.ID, err)
+			return nil, nil, fmt.Errorf("parsing child %q: %w", ref.ID, err)
 		}
 		typed, err := r.client.Scheme().New(id.GroupKind.WithVersion(ref.Version))
 		if err != nil {
-			return nil, false, fmt.Errorf("child %q: %w", ref.ID, err)
+			return nil, nil, fmt.Errorf("child %q: %w", ref.ID, err)
 		}
 		child := typed.(client.Object)
 		err = r.client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, child)
 		if apierrors.IsNotFound(err) {
-			return nil, false, nil
+			missing = append(missing, ref.ID)
+			continue
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("reading %s %s from the cache: %w", id.GroupKind.Kind, id.Name, err)
+			return nil, nil, fmt.Errorf("reading %s %s from the cache: %w", id.GroupKind.Kind, id.Name, err)
 		}
 		digest, err := childDigest(child)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		children[ref.ID] = cachedChild{digest: digest, resourceVersion: child.GetResourceVersion()}
 	}
-	return children, true, nil
+	return children, missing, nil
 }
 
 // childDigest hashes a child without what changes when nothing of ours

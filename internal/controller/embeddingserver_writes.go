@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/controller/writes"
 )
 
@@ -27,6 +29,13 @@ type recordingWriter struct {
 	client.Client
 	apiReader client.Reader
 	writes    *writes.Versions
+	// answers holds the API server's answer to the last write of each
+	// server until the cache shows that write: a reconcile starting
+	// meanwhile reads it instead of the API server (the answer is the
+	// server as that write left it, which is what an uncached read would
+	// show unless someone wrote since, and then the locked status patch
+	// conflicts and falls back as it would from a cached copy).
+	answers *sync.Map // client.ObjectKey -> *embedopsv1.EmbeddingServer
 }
 
 // Get reads the server from the cache, or from the API server when the cache
@@ -39,10 +48,35 @@ func (c recordingWriter) Get(ctx context.Context, key client.ObjectKey, obj clie
 	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	if c.writes.Behind(key, obj.GetResourceVersion()) {
-		return c.apiReader.Get(ctx, key, obj, opts...)
+	if !c.writes.Behind(key, obj.GetResourceVersion()) {
+		c.forgetAnswer(key)
+		return nil
 	}
-	return nil
+	if server, ok := obj.(*embedopsv1.EmbeddingServer); ok && c.answers != nil {
+		if answer, ok := c.answers.Load(key); ok && !c.writes.Behind(key, answer.(*embedopsv1.EmbeddingServer).ResourceVersion) {
+			answer.(*embedopsv1.EmbeddingServer).DeepCopyInto(server)
+			return nil
+		}
+	}
+	return c.apiReader.Get(ctx, key, obj, opts...)
+}
+
+// forgetAnswer drops the answer kept for key: the cache has caught up, or
+// the object is gone.
+func (c recordingWriter) forgetAnswer(key client.ObjectKey) {
+	if c.answers != nil {
+		c.answers.Delete(key)
+	}
+}
+
+// remember records a write's answer: its resourceVersion and, for a
+// server, the object.
+func (c recordingWriter) remember(obj client.Object) {
+	key := client.ObjectKeyFromObject(obj)
+	c.writes.Record(key, obj.GetResourceVersion())
+	if server, ok := obj.(*embedopsv1.EmbeddingServer); ok && c.answers != nil && !c.writes.Behind(key, server.ResourceVersion) {
+		c.answers.Store(key, server.DeepCopy())
+	}
 }
 
 // Patch patches obj and records its new resourceVersion.
@@ -50,19 +84,19 @@ func (c recordingWriter) Patch(ctx context.Context, obj client.Object, patch cli
 	if err := c.Client.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
-	c.writes.Record(client.ObjectKeyFromObject(obj), obj.GetResourceVersion())
+	c.remember(obj)
 	return nil
 }
 
 // Status returns the status writer, recording too.
 func (c recordingWriter) Status() client.SubResourceWriter {
-	return recordingStatusWriter{SubResourceWriter: c.Client.Status(), writes: c.writes}
+	return recordingStatusWriter{SubResourceWriter: c.Client.Status(), writer: c}
 }
 
 // recordingStatusWriter records the resourceVersion of each status patch.
 type recordingStatusWriter struct {
 	client.SubResourceWriter
-	writes *writes.Versions
+	writer recordingWriter
 }
 
 // Patch patches obj's status and records its new resourceVersion.
@@ -70,6 +104,6 @@ func (c recordingStatusWriter) Patch(ctx context.Context, obj client.Object, pat
 	if err := c.SubResourceWriter.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
-	c.writes.Record(client.ObjectKeyFromObject(obj), obj.GetResourceVersion())
+	c.writer.remember(obj)
 	return nil
 }

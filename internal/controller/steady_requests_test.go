@@ -99,3 +99,33 @@ func TestReleasedRecordsCanBeAddedUnderARunningController(t *testing.T) {
 		g.Expect(binding.Status.Phase).To(Equal(embedopsv1.BindingReleased), "binding %s", binding.Name)
 	}
 }
+
+// A new server's children are created once, each by one request after one
+// uncached ownership read, and never checked again by ssa's GET and dry run
+// on the way to Ready; its first reconcile writes the finalizer and its
+// first observation, and the binding gets one status write, from its
+// creator. Events are sent asynchronously, so they are not counted here.
+func TestANewServerIsCreatedWithoutRechecks(t *testing.T) {
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	requests := startManager(t, namespace)
+	before := requests.requestSnapshot()
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	waitForStatefulSet(t, g, key)
+	markStatefulSetReady(t, g, key)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	made := requests.requestsSince(before)
+	t.Logf("requests from create to Ready: %v", made)
+	delete(made, "POST events")
+	g.Expect(made).To(Equal(map[string]int{
+		"PATCH embeddingservers":        1, // the finalizer
+		"PATCH embeddingservers/status": 2, // the first observation, then Ready
+		"POST modelcachebindings":       1,
+		"PUT modelcachebindings/status": 1, // the creator's reference and the first status
+		"GET modelcachebindings":        1, // this process's first listing of the namespace's bindings
+		"GET statefulsets":              1, // the ownership read (404)
+		"GET services":                  3, // the ownership reads (404) and, once per process, the kubernetes Service
+		"PATCH statefulsets":            1, // created by one apply
+		"PATCH services":                2,
+	}), "every request of a new server is listed here; a second ssa pass adds GETs and dry runs")
+}

@@ -15,15 +15,24 @@ import (
 // benchModel is the model every benchmark server serves.
 const benchModel = "BAAI/bge-small-en-v1.5"
 
+// benchRevision is the git revision every benchmark server declares, as a
+// server from git does (embedopsv1.SourceRevisionAnnotation): its cache
+// decision is recorded with a known source, without the Warning event an
+// unknown source gets. (Flux and Argo CD labels would cost one uncached
+// read of the Kustomization or Application per new binding instead.)
+const benchRevision = "main@sha1:0123456789abcdef0123456789abcdef01234567"
+
 // serverName names the i-th benchmark server and its children.
 func serverName(i int) string { return fmt.Sprintf("s%d", i) }
 
 // CreateServers creates n servers s0..s<n-1> in namespace, with every
-// default (one replica, a PerReplica cache), on the worker pool.
+// default (one replica, a PerReplica cache) and a declared revision, on the
+// worker pool.
 func (e *Env) CreateServers(ctx context.Context, namespace string, n int) error {
 	return forEach(ctx, n, func(ctx context.Context, i int) error {
 		server := &embedopsv1.EmbeddingServer{
-			ObjectMeta: metav1.ObjectMeta{Name: serverName(i), Namespace: namespace},
+			ObjectMeta: metav1.ObjectMeta{Name: serverName(i), Namespace: namespace,
+				Annotations: map[string]string{embedopsv1.SourceRevisionAnnotation: benchRevision}},
 			Spec:       embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: benchModel}},
 		}
 		if err := e.Client.Create(ctx, server); err != nil {

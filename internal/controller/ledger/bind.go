@@ -37,10 +37,36 @@ type Bound struct {
 	ServerGone bool
 }
 
+// BindOption changes how Bind references a binding.
+type BindOption func(*bindOptions)
+
+type bindOptions struct {
+	serverLive        bool
+	statefulSetAbsent bool
+}
+
+// ServerReadLive tells Bind that the server is the API server's answer to
+// a write the caller just made: it is as live as an uncached read, so the
+// reference needs none (confirmLive).
+func ServerReadLive() BindOption {
+	return func(o *bindOptions) { o.serverLive = true }
+}
+
+// StatefulSetAbsent tells Bind that the caller read, uncached and a moment
+// ago, that no StatefulSet has the server's name: a new binding needs no
+// read of its own to place its StatefulSet (placeBesideServing).
+func StatefulSetAbsent() BindOption {
+	return func(o *bindOptions) { o.statefulSetAbsent = true }
+}
+
 // Bind finds or creates the Active binding of the server's decision d,
 // references it and adds the claims of the server's current replicas.
-func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc) (Bound, error) {
-	binding, created, err := l.find(ctx, server, d, source)
+func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc, opts ...BindOption) (Bound, error) {
+	var options bindOptions
+	for _, opt := range opts {
+		opt(&options)
+	}
+	binding, created, err := l.find(ctx, server, d, source, options)
 	if err != nil {
 		return Bound{}, err
 	}
@@ -51,7 +77,7 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 			return Bound{}, fmt.Errorf("reading binding %s: %w", binding.Name, err)
 		}
 	}
-	if err := l.reference(ctx, server, binding); err != nil {
+	if err := l.reference(ctx, server, binding, options.serverLive); err != nil {
 		if errors.Is(err, errServerGone) {
 			return Bound{ServerGone: true}, nil
 		}
@@ -74,7 +100,7 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 // Retiring or Released binding is never revived. A shard's cache holds only
 // its own bindings, so in a shard a new name is chosen from an uncached
 // list, which also counts the names other shards took.
-func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc) (*embedopsv1.ModelCacheBinding, bool, error) {
+func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc, options bindOptions) (*embedopsv1.ModelCacheBinding, bool, error) {
 	base := decision.BindingName(d)
 	binding := &embedopsv1.ModelCacheBinding{}
 	err := l.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: base}, binding)
@@ -122,7 +148,7 @@ func (l *Ledger) find(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 	if predecessor != nil {
 		return l.succeed(ctx, server, d, name, source, predecessor)
 	}
-	return l.create(ctx, server, d, name, source, nil)
+	return l.create(ctx, server, d, name, source, nil, options)
 }
 
 // pick returns the first suffixed binding of base, in suffix order, that
@@ -151,7 +177,7 @@ func (l *Ledger) pick(ctx context.Context, server *embedopsv1.EmbeddingServer, b
 // not nil. When the name is taken, the existing binding is used if it is
 // Active with the same decision; otherwise the error is retried and the
 // next look goes further.
-func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source SourceFunc, predecessor *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, bool, error) {
+func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source SourceFunc, predecessor *embedopsv1.ModelCacheBinding, options bindOptions) (*embedopsv1.ModelCacheBinding, bool, error) {
 	recordedSource, err := source(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("resolving the source of the cache decision: %w", err)
@@ -160,7 +186,7 @@ func (l *Ledger) create(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	binding := builder.Binding(server, recorded, name, recordedSource)
 	if predecessor != nil {
 		binding = builder.SuccessorBinding(server, recorded, name, recordedSource, predecessor)
-	} else if err := l.placeBesideServing(ctx, server, binding); err != nil {
+	} else if err := l.placeBesideServing(ctx, server, binding, options); err != nil {
 		return nil, false, err
 	}
 	maps.Copy(binding.Labels, decision.ShardLabels(server.Labels, l.shardKeys))
@@ -213,15 +239,20 @@ func (l *Ledger) withClusterFacts(ctx context.Context, d *decision.Decision) *de
 // cache is trusted to show a reference the server holds, except one this
 // process removed: then the binding is read again uncached. A Conflict is
 // retried at once from a fresh read: returned, it would back the server off
-// until the unreferenced binding retires.
-func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
+// until the unreferenced binding retires. The server is confirmed live
+// first unless serverLive says the caller's copy is. The first reference of
+// a new binding writes its whole first status (firstStatus), which the
+// binding controller leaves to it (awaitsCreator).
+func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, serverLive bool) error {
 	key := leftKey{binding: binding.UID, server: server.UID}
 	_, wasLeft := l.left.Load(key)
 	if decision.HasReference(binding, server.UID) && !wasLeft {
 		return nil
 	}
-	if err := l.confirmLive(ctx, server); err != nil {
-		return err
+	if !serverLive {
+		if err := l.confirmLive(ctx, server); err != nil {
+			return err
+		}
 	}
 	fresh := wasLeft
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -241,8 +272,14 @@ func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServ
 		if decision.HandingOver(binding) {
 			return fmt.Errorf("binding %s hands its storage to %s", binding.Name, binding.Status.SupersededBy)
 		}
+		first := binding.Status.Phase == ""
 		binding.Status.Phase = embedopsv1.BindingActive
 		decision.AddReference(binding, decision.ServerReference(server))
+		if first {
+			if err := l.firstStatus(ctx, binding); err != nil {
+				return err
+			}
+		}
 		if err := l.updateStatus(ctx, binding); err != nil {
 			return err
 		}
@@ -316,9 +353,10 @@ func takeoverNote(binding, predecessor *embedopsv1.ModelCacheBinding) string {
 // change (k8s pkg/apis/apps/validation, "updates to statefulset spec for
 // fields other than ... are forbidden"), so the new pods start beside its
 // pods instead of replacing them. Read uncached: a binding is created
-// rarely, and a StatefulSet created a moment ago must be seen.
-func (l *Ledger) placeBesideServing(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
-	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || binding.Spec.Decision.ExistingClaim != "" {
+// rarely, and a StatefulSet created a moment ago must be seen; unless the
+// caller read so a moment ago (StatefulSetAbsent).
+func (l *Ledger) placeBesideServing(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, options bindOptions) error {
+	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || binding.Spec.Decision.ExistingClaim != "" || options.statefulSetAbsent {
 		return nil
 	}
 	serving, err := l.statefulSet(ctx, client.ObjectKeyFromObject(server))

@@ -43,6 +43,22 @@ func (l *Ledger) ensureClaims(ctx context.Context, binding *embedopsv1.ModelCach
 	return claims, nil
 }
 
+// existingClaims returns the binding's claims that exist, from the cache.
+func (l *Ledger) existingClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding) ([]corev1.PersistentVolumeClaim, error) {
+	var claims []corev1.PersistentVolumeClaim
+	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
+		claim := &corev1.PersistentVolumeClaim{}
+		err := l.client.Get(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: name}, claim)
+		switch {
+		case err == nil:
+			claims = append(claims, *claim)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading claim %s: %w", name, err)
+		}
+	}
+	return claims, nil
+}
+
 // releaseClaims deletes the binding's claims that still exist and are the
 // binding's, and returns how many of those remain. Claims are read from the
 // API server, not the cache, so the preconditions name the claim as it is.

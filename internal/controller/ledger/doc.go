@@ -15,9 +15,15 @@
 // revived; a server whose binding left Active gets a suffixed successor.
 //
 // Other invariants:
-//   - A reference is added only after an uncached read confirms the server
+//   - A reference is added only after an uncached read (or the answer to a
+//     write of the same reconcile, ServerReadLive) confirms the server
 //     exists with its finalizer and is not being deleted, so the server's
 //     deletion is sure to remove it.
+//   - A new binding's first status is written by its creator's reference,
+//     whole (phase, reference, drift, readiness, observed generation:
+//     firstStatus); the binding controller leaves a binding without a
+//     phase to its creator for CreatorGrace, so the two never conflict over
+//     it and the binding controller's first look writes nothing.
 //   - A reference this process removed is not trusted from the cache again:
 //     the next Bind of that server re-reads the binding uncached (a quick
 //     A -> B -> A revert must not leave A in use without its reference).

@@ -19,9 +19,19 @@ import (
 // claims it is waiting to be gone.
 const DefaultReleaseInterval = 2 * time.Second
 
+// CreatorGrace is how long a new binding, whose status nobody wrote yet, is
+// left to the server that created it: that server's first reference writes
+// its whole first status (firstStatus), so the binding controller writing
+// one too would only make the two conflict. Past it, the creator is taken to
+// have died in between, and the binding is Active with no reference.
+const CreatorGrace = 30 * time.Second
+
 // Advance moves the binding, as read, one step along its lifecycle and
 // returns when to look at it again.
 func (l *Ledger) Advance(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
+	if wait := l.awaitsCreator(binding); wait > 0 {
+		return withJitter(ctrl.Result{RequeueAfter: wait}), nil
+	}
 	switch binding.Status.Phase {
 	case embedopsv1.BindingRetiring:
 		return l.release(ctx, binding)
@@ -95,6 +105,32 @@ func (l *Ledger) keepActive(ctx context.Context, binding *embedopsv1.ModelCacheB
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	return withJitter(result), nil
+}
+
+// awaitsCreator is how much longer a binding that a server created and has
+// not referenced yet is left to it (CreatorGrace); zero for any other.
+func (l *Ledger) awaitsCreator(binding *embedopsv1.ModelCacheBinding) time.Duration {
+	if binding.Status.Phase != "" || binding.Labels[embedopsv1.ServerUIDLabel] == "" || !binding.DeletionTimestamp.IsZero() {
+		return 0
+	}
+	return max(binding.CreationTimestamp.Add(CreatorGrace).Sub(l.now()), 0)
+}
+
+// firstStatus completes the first status of a new binding, which its first
+// reference writes: what keepActive would find (drift, readiness from the
+// claims that exist, the observed generation), so the binding controller's
+// first look writes nothing.
+func (l *Ledger) firstStatus(ctx context.Context, binding *embedopsv1.ModelCacheBinding) error {
+	claims, err := l.existingClaims(ctx, binding)
+	if err != nil {
+		return err
+	}
+	if err := l.reportDrift(ctx, binding, claims); err != nil {
+		return err
+	}
+	setReadiness(binding, byName(claims))
+	binding.Status.ObservedGeneration = binding.Generation
+	return nil
 }
 
 // release deletes the binding's claims, waits until they are gone and no

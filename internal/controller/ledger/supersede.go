@@ -90,7 +90,7 @@ func (l *Ledger) succeed(ctx context.Context, server *embedopsv1.EmbeddingServer
 		}
 		ctrl.LoggerFrom(ctx).Info("handing a binding's storage to its successor", "binding", predecessor.Name, "successor", name)
 	}
-	return l.create(ctx, server, d, name, source, predecessor)
+	return l.create(ctx, server, d, name, source, predecessor, bindOptions{})
 }
 
 // successorOf returns, read uncached, the binding that binding hands its

@@ -1,7 +1,6 @@
 package builder_test
 
 import (
-	"k8s.io/apimachinery/pkg/labels"
 	"testing"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"

@@ -33,7 +33,7 @@ func (e *Env) CreateServers(ctx context.Context, namespace string, n int) error 
 		server := &embedopsv1.EmbeddingServer{
 			ObjectMeta: metav1.ObjectMeta{Name: serverName(i), Namespace: namespace,
 				Annotations: map[string]string{embedopsv1.SourceRevisionAnnotation: benchRevision}},
-			Spec:       embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: benchModel}},
+			Spec: embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: benchModel}},
 		}
 		if err := e.Client.Create(ctx, server); err != nil {
 			return fmt.Errorf("creating server %s: %w", server.Name, err)

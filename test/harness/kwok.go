@@ -364,7 +364,7 @@ func RunWithCluster(m *testing.M, cluster **Cluster, opts ClusterOptions, setups
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	started, err := StartCluster(context.Background(), opts)
+	started, err := StartUnlessSignalled(context.Background(), func(ctx context.Context) (*Cluster, error) { return StartCluster(ctx, opts) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -31,4 +32,19 @@ func StopOnSignal(what string, stop func() error) (done func()) {
 		signal.Stop(signals)
 		close(finished)
 	}
+}
+
+// StartUnlessSignalled runs start with a context derived from parent that
+// SIGINT and SIGTERM cancel while it runs: a start that fails tears down
+// what it started (StartCluster, StartNode), so a signal halfway leaves
+// nothing behind, where its default action would kill the process with the
+// components running. StopOnSignal takes over once start returns.
+func StartUnlessSignalled[T any](parent context.Context, start func(context.Context) (T, error)) (T, error) {
+	ctx, stopSignals := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	started, err := start(ctx)
+	if err != nil && ctx.Err() != nil && parent.Err() == nil {
+		err = fmt.Errorf("stopped by a signal while starting: %w", err)
+	}
+	return started, err
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,7 @@ const signalChildEnv = "EMBEDOPS_HARNESS_SIGNAL_CHILD"
 func TestStopOnSignalStopsWhatTestMainStartedBeforeExiting(t *testing.T) {
 	g := NewWithT(t)
 	child := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStopOnSignalChild$")
-	child.Env = append(os.Environ(), signalChildEnv+"=1")
+	child.Env = append(os.Environ(), signalChildEnv+"=stop")
 	out, err := child.StdoutPipe()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(child.Start()).To(Succeed())
@@ -39,11 +40,42 @@ func TestStopOnSignalStopsWhatTestMainStartedBeforeExiting(t *testing.T) {
 	g.Expect(strings.Join(rest, "\n")).To(ContainSubstring("stopped"))
 }
 
-// TestStopOnSignalChild is the child of the test above; it does nothing
-// when run on its own.
+// A signal while something starts cancels the start, which tears down what
+// it started; the process goes on to report it instead of dying halfway.
+func TestASignalWhileStartingCancelsTheStart(t *testing.T) {
+	g := NewWithT(t)
+	child := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStopOnSignalChild$")
+	child.Env = append(os.Environ(), signalChildEnv+"=start")
+	out, err := child.StdoutPipe()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(child.Start()).To(Succeed())
+	lines := bufio.NewScanner(out)
+	g.Expect(lines.Scan()).To(BeTrue())
+	g.Expect(lines.Text()).To(Equal("starting"))
+	g.Expect(child.Process.Signal(syscall.SIGINT)).To(Succeed())
+	var rest []string
+	for lines.Scan() {
+		rest = append(rest, lines.Text())
+	}
+	g.Expect(child.Wait()).To(Succeed(), "the signal did not kill the child: %s", strings.Join(rest, "\n"))
+	g.Expect(strings.Join(rest, "\n")).To(And(ContainSubstring("torn down"), ContainSubstring("stopped by a signal while starting")))
+}
+
+// TestStopOnSignalChild is the child of the tests above (the value of
+// signalChildEnv says which); it does nothing when run on its own.
 func TestStopOnSignalChild(t *testing.T) {
-	if os.Getenv(signalChildEnv) == "" {
-		t.Skip("run by TestStopOnSignalStopsWhatTestMainStartedBeforeExiting")
+	switch os.Getenv(signalChildEnv) {
+	case "":
+		t.Skip("run by TestStopOnSignalStopsWhatTestMainStartedBeforeExiting and TestASignalWhileStartingCancelsTheStart")
+	case "start":
+		_, err := StartUnlessSignalled(context.Background(), func(ctx context.Context) (struct{}, error) {
+			fmt.Println("starting")
+			<-ctx.Done()
+			fmt.Println("torn down")
+			return struct{}{}, ctx.Err()
+		})
+		fmt.Println(err)
+		return
 	}
 	StopOnSignal("the child", func() error {
 		fmt.Println("stopped")

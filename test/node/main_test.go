@@ -55,7 +55,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	began := time.Now()
-	node, err = harness.StartNode(ctx, harness.NodeOptions{SandboxImage: harness.PauseImage.Ref, Images: archives})
+	node, err = harness.StartUnlessSignalled(ctx, func(ctx context.Context) (*harness.Node, error) {
+		return harness.StartNode(ctx, harness.NodeOptions{SandboxImage: harness.PauseImage.Ref, Images: archives})
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

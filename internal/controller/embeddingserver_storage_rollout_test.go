@@ -65,6 +65,51 @@ func TestStorageChangeRollsSurgeFirst(t *testing.T) {
 	}).Should(Succeed())
 }
 
+// Another object in the name a storage change would give its StatefulSet
+// (another server may be named <server>-<6 hex>) is left alone: the new
+// storage takes the next name.
+func TestStorageChangeSkipsARolloutNameAnotherObjectHolds(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	markStatefulSetReady(t, g, key)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	first := waitForBinding(t, g, key, "").Name
+	larger := fixtures.EmbeddingServer(namespace, "tei", fixtures.WithCacheSize("20Gi"))
+	d, err := decision.For(larger)
+	g.Expect(err).NotTo(HaveOccurred())
+	names := decision.RolloutStatefulSetNames("tei", decision.BindingName(d))
+	foreign := foreignStatefulSet(namespace, names[0])
+	g.Expect(env.Client.Create(t.Context(), foreign)).To(Succeed())
+
+	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
+	var second *embedopsv1.ModelCacheBinding
+	g.Eventually(func(g Gomega) {
+		second = bindingOtherThan(t, g, namespace, first)
+		g.Expect(second.Spec.Resources.StatefulSetName).To(Equal(names[1]))
+	}).Should(Succeed())
+	next := types.NamespacedName{Namespace: namespace, Name: names[1]}
+	markStatefulSetReady(t, g, next)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	left := statefulSetOf(t, g, client.ObjectKeyFromObject(foreign))
+	g.Expect(left.Generation).To(Equal(int64(1)), "the other object's StatefulSet was never changed")
+	g.Expect(left.OwnerReferences).To(BeEmpty())
+}
+
+// foreignStatefulSet is a StatefulSet embedops does not own.
+func foreignStatefulSet(namespace, name string) *appsv1.StatefulSet {
+	labels := map[string]string{"app": name}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.StatefulSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+			},
+		},
+	}
+}
+
 func TestSingleReplicaStorageChangeSurgesFirst(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "one"))

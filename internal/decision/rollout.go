@@ -43,6 +43,20 @@ func RolloutStatefulSetName(server, storage string) string {
 	return prefix + "-" + suffix
 }
 
+// rolloutNameTries is how many names RolloutStatefulSetNames offers.
+const rolloutNameTries = 4
+
+// RolloutStatefulSetNames are the names a storage change may give its
+// StatefulSet, in order: RolloutStatefulSetName of the storage, then of the
+// storage with a try number, for when another object holds a name.
+func RolloutStatefulSetNames(server, storage string) []string {
+	names := []string{RolloutStatefulSetName(server, storage)}
+	for try := 2; try <= rolloutNameTries; try++ {
+		names = append(names, RolloutStatefulSetName(server, fmt.Sprintf("%s#%d", storage, try)))
+	}
+	return names
+}
+
 // SetReplicas are the replicas one StatefulSet of a server asks for and has
 // ready.
 type SetReplicas struct {

@@ -82,6 +82,20 @@ func TestRolloutStatefulSetNameFitsThePodsLabels(t *testing.T) {
 	g.Expect(len(long) + 11).To(BeNumerically("<=", 63))
 }
 
+func TestRolloutStatefulSetNamesOfferDistinctNamesFirstTheUsualOne(t *testing.T) {
+	g := NewWithT(t)
+	names := decision.RolloutStatefulSetNames("tei", "bge-abc")
+	g.Expect(names[0]).To(Equal(decision.RolloutStatefulSetName("tei", "bge-abc")))
+	g.Expect(len(names)).To(BeNumerically(">", 1))
+	seen := map[string]bool{}
+	for _, name := range names {
+		g.Expect(name).To(MatchRegexp(`^tei-[0-9a-f]{6}$`))
+		g.Expect(seen).NotTo(HaveKey(name))
+		seen[name] = true
+	}
+	g.Expect(decision.RolloutStatefulSetNames("tei", "bge-abc")).To(Equal(names), "the same storage always gets the same names")
+}
+
 func TestWhyNewStorageNamesTheFirstDifference(t *testing.T) {
 	g := NewWithT(t)
 	base := func(mutate ...fixtures.Option) *decision.Decision {

@@ -363,8 +363,32 @@ func (l *Ledger) placeBesideServing(ctx context.Context, server *embedopsv1.Embe
 	if err != nil || serving == nil {
 		return err
 	}
-	builder.BesideStatefulSet(binding, server, decision.RolloutStatefulSetName(server.Name, decision.StorageName(binding)))
+	name, err := l.freeRolloutName(ctx, server, decision.StorageName(binding))
+	if err != nil {
+		return err
+	}
+	builder.BesideStatefulSet(binding, server, name)
 	return nil
+}
+
+// freeRolloutName is the first of the storage's rollout StatefulSet names
+// (decision.RolloutStatefulSetNames) that no other object holds: read
+// uncached, since another server's StatefulSet (a server may be named
+// <server>-<6 hex>) is not this server's to see in the cache, and applying
+// onto it would fail on its controller reference at every reconcile. A
+// StatefulSet with this server's owner labels is one an earlier try made.
+func (l *Ledger) freeRolloutName(ctx context.Context, server *embedopsv1.EmbeddingServer, storage string) (string, error) {
+	names := decision.RolloutStatefulSetNames(server.Name, storage)
+	for _, name := range names {
+		existing, err := l.statefulSet(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name})
+		if err != nil {
+			return "", err
+		}
+		if existing == nil || (existing.Labels[embedopsv1.NameLabel] == server.Name && existing.Labels[embedopsv1.NamespaceLabel] == server.Namespace) {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("every StatefulSet name for storage %s (%v) is taken by objects of other owners", storage, names)
 }
 
 // usable reports whether the server may use binding for d

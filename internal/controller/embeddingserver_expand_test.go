@@ -168,3 +168,34 @@ func recordRealized(t *testing.T, g *WithT, binding *embedopsv1.ModelCacheBindin
 		g.Expect(env.Client.Status().Update(t.Context(), b)).To(Succeed())
 	}).Should(Succeed())
 }
+
+// A resize in progress is in the binding's Ready message, so its end wakes
+// the servers using the binding: their CacheReady stops saying "expanding"
+// without a timer.
+func TestServerCacheReadyFollowsAResizeToItsEnd(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	// No progress requeue within the test: only a watch can wake the server.
+	startManager(t, namespace, func(opts *ManagerOptions) { opts.EmbeddingServer.ProgressInterval = time.Hour })
+	class := namespace + "-expandable"
+	createExpandableStorageClass(t, g, class)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithStorageClass(class),
+		fixtures.WithCacheSize("10Gi"), fixtures.WithRetainFor(time.Hour)))
+	first := waitForBinding(t, g, key, "")
+	claims := createTemplateClaims(t, g, waitForStatefulSet(t, g, key), true)
+
+	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
+	second := waitForBinding(t, g, key, first.Name)
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.GetMessage(getBinding(t, g, namespace, second.Name), embedopsv1.ReadyCondition)).To(Equal("1/1 claims bound; 1 expanding in place to 20Gi"))
+		g.Expect(conditions.GetMessage(getServer(t, g, key), embedopsv1.CacheReadyCondition)).To(ContainSubstring("expanding in place to 20Gi"))
+	}).Should(Succeed())
+
+	// The resizer and the kubelet report the new capacity.
+	bindClaims(t, g, namespace, claims)
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.GetMessage(getBinding(t, g, namespace, second.Name), embedopsv1.ReadyCondition)).To(Equal("1/1 claims bound"))
+		g.Expect(conditions.GetMessage(getServer(t, g, key), embedopsv1.CacheReadyCondition)).NotTo(ContainSubstring("expanding"))
+	}).Should(Succeed())
+}

@@ -52,10 +52,39 @@ func BindingReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*
 	}
 	bound, total := boundClaims(binding, claims)
 	message := fmt.Sprintf("%d/%d claims bound", bound, total)
+	if growing := ClaimsGrowing(binding, claims); growing > 0 {
+		// Part of the message, so the end of a resize changes Ready, which
+		// the servers using the binding watch (their CacheReady says it).
+		message += fmt.Sprintf("; %d expanding in place to %s", growing, binding.Spec.Decision.Size.String())
+	}
 	if bound < total {
 		return Readiness{metav1.ConditionFalse, embedopsv1.PendingReason, message}
 	}
 	return Readiness{metav1.ConditionTrue, embedopsv1.BoundReason, message}
+}
+
+// ClaimsGrowing counts the binding's Bound claims, its own, whose request
+// reaches the decided size but whose reported capacity does not yet: a
+// resize in progress (the CSI resizer and the kubelet report the new
+// capacity when done). A claim that reports no capacity is not counted.
+func ClaimsGrowing(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) int {
+	size := binding.Spec.Decision.Size
+	if binding.Spec.Decision.ExistingClaim != "" || size.IsZero() {
+		return 0
+	}
+	growing := 0
+	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
+		claim, ok := claims[name]
+		if !ok || claim.Status.Phase != corev1.ClaimBound || ClaimOwnership(binding, claim) != "" {
+			continue
+		}
+		request := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+		capacity, reported := claim.Status.Capacity[corev1.ResourceStorage]
+		if reported && request.Cmp(size) >= 0 && capacity.Cmp(size) < 0 {
+			growing++
+		}
+	}
+	return growing
 }
 
 // boundClaims counts the binding's claims that are Bound.

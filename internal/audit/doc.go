@@ -6,9 +6,9 @@
 // differ) or Unverifiable (with why). For a verified binding it walks
 // first-parent history back to the origin commit: the oldest commit of the
 // unbroken run, ending at the recorded one, that renders the same digest;
-// and on, while the storage part (the decision without retainFor) stays the
-// same, to the storage origin commit, which a change of retainFor alone
-// does not move.
+// and on, while the decisions share storage, to the storage origin commit,
+// which a change of retainFor alone does not move, nor, for a binding that
+// took its storage over, a growth or revision handed over in place.
 //
 // Invariants:
 //   - No output and no clock: results are values (ready for a table, JSON or

@@ -53,10 +53,11 @@ type Result struct {
 	// OriginSubject is the first line of the origin commit's message.
 	OriginSubject string `json:"originSubject,omitempty"`
 	// StorageOriginCommit is the oldest commit of the unbroken first-parent
-	// run, ending at the recorded commit, that renders the same storage
-	// part (the decision without retainFor): where the cached data was
-	// decided. A change of retainFor alone moves OriginCommit, not this.
-	// Set when Verified.
+	// run, ending at the recorded commit, whose decisions share the
+	// recorded one's storage: where the cached data was decided. A change
+	// of retainFor alone moves OriginCommit, not this; nor does a larger
+	// size or a new revision when the binding took over the claims of the
+	// binding it superseded. Set when Verified.
 	StorageOriginCommit string `json:"storageOriginCommit,omitempty"`
 	// Differences are the fields found different, when a Mismatch.
 	Differences []Difference `json:"differences,omitempty"`

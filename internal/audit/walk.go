@@ -124,9 +124,8 @@ type search struct {
 	// origin is the oldest commit of the run that renders the recorded
 	// digest.
 	origin *object.Commit
-	// storageOrigin is the oldest commit of the run that renders the
-	// recorded storage part (decision.SameStoragePart): a change of
-	// retainFor alone does not end it.
+	// storageOrigin is the oldest commit of the run whose decisions share
+	// the recorded one's storage (walk.sameStorage).
 	storageOrigin *object.Commit
 	// walked counts the commits evaluated, the recorded one included.
 	walked int
@@ -136,8 +135,8 @@ type search struct {
 }
 
 // origin walks first-parent history back from the recorded commit while the
-// binding's server still renders the storage part of the recorded decision
-// at; the digest's run is the start of it. A build failure or a missing
+// binding's server renders decisions that share the storage of the recorded
+// decision at; the digest's run is the start of it. A build failure or a missing
 // server ends the run; failing to read the repository is an error.
 func (w *walk) origin(ctx context.Context, recorded *object.Commit, at *decision.Decision, progress func(done, total int)) (search, error) {
 	found := search{origin: recorded, storageOrigin: recorded, walked: 1}
@@ -151,7 +150,7 @@ func (w *walk) origin(ctx context.Context, recorded *object.Commit, at *decision
 		}
 	}
 	report(0)
-	digestRun := true
+	digestRun, newer := true, at
 	for i, commit := range history {
 		if err := ctx.Err(); err != nil {
 			return found, err
@@ -162,10 +161,11 @@ func (w *walk) origin(ctx context.Context, recorded *object.Commit, at *decision
 		if errors.Is(ev.err, errRepository) {
 			return found, ev.err
 		}
-		if ev.err != nil || ev.decision == nil || !decision.SameStoragePart(ev.decision, at) {
+		if ev.err != nil || ev.decision == nil || !w.sameStorage(ev.decision, newer) {
 			report(len(history))
 			return found, nil
 		}
+		newer = ev.decision
 		found.storageOrigin = commit
 		digestRun = digestRun && ev.decision.Decision.Digest == at.Decision.Digest
 		if digestRun {
@@ -175,6 +175,27 @@ func (w *walk) origin(ctx context.Context, recorded *object.Commit, at *decision
 	report(len(history))
 	found.shallow = shallow && digestRun
 	return found, nil
+}
+
+// sameStorage reports whether the decision older, rendered at a commit,
+// shares the storage of newer, rendered at its child: the same storage part
+// (decision.SuccessionOf, a change of retainFor alone), or a growth or a
+// revision the controller hands over to a successor in place. Whether it
+// did depends on cluster facts (the class's expansion, the room and
+// replicas for a second revision) the audit has not: the binding records
+// the outcome instead. Such a step is crossed only when the binding took
+// its storage over (its storage name is another binding's), and not from
+// the decision of the binding the storage is named after, which had
+// storage of its own.
+func (w *walk) sameStorage(older, newer *decision.Decision) bool {
+	switch decision.SuccessionOf(older, newer) {
+	case decision.RetainForSuccession:
+		return true
+	case decision.NoSuccession:
+		return false
+	}
+	storage := decision.StorageName(w.binding)
+	return storage != w.binding.Name && decision.BindingSuffix(decision.BindingName(newer), storage) == 0
 }
 
 // firstParents lists a commit's first-parent ancestors, newest first,

@@ -18,6 +18,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/audit"
+	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/internal/controller"
 	"github.com/embedops/embedops/internal/decision"
 )
@@ -84,6 +85,8 @@ type diffSummary struct {
 	Create              int      `json:"create"`
 	Keep                int      `json:"keep"`
 	KeepLifetimeChanged int      `json:"keepLifetimeChanged"`
+	KeepExpanded        int      `json:"keepExpanded"`
+	KeepRevised         int      `json:"keepRevised"`
 	Retire              int      `json:"retire"`
 	Rolls               []string `json:"rolls"`
 	// DownloadBytes is the total download, nil when any part is unknown.
@@ -100,7 +103,10 @@ func newDiffCommand() *cobra.Command {
 			"keeps and retires, with the retainFor after which retired data is released, the bytes to download\n" +
 			"(known when a binding of the same model and revision in the cluster, or in --bindings, records\n" +
 			"status.realized) and the servers whose pods roll onto other cache storage. A change of retainFor\n" +
-			"alone keeps the cache: its new binding takes over the claims, and the server does not roll.\n" +
+			"alone keeps the cache: its new binding takes over the claims, and the server does not roll; so\n" +
+			"does a larger size (the claims are expanded in place, if the StorageClass allows it) and a new\n" +
+			"model revision (the pods roll in place, if the claims hold the model twice and a replica may be\n" +
+			"unavailable); a condition the plan cannot check is printed under the table.\n" +
 			"Exit status 3 with --fail-on-retire means the change releases cached data.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -154,7 +160,9 @@ func runDiff(ctx context.Context, stdout, stderr io.Writer, opts diffOptions) er
 	if err != nil {
 		return err
 	}
-	plan, err := decision.NewPlan(before, after, known)
+	// The plan reads no StorageClass: a larger size is expanded in place
+	// on the condition its CacheChange states.
+	plan, err := decision.NewPlan(before, after, decision.Facts{Bindings: known, AllowedUnavailable: builder.AllowedUnavailable})
 	if err != nil {
 		return err
 	}
@@ -352,6 +360,10 @@ func (s *diffSummary) add(c decision.CacheChange, seen map[decision.Action]map[s
 		s.Keep++
 	case decision.ActionKeepLifetimeChanged:
 		s.KeepLifetimeChanged++
+	case decision.ActionKeepExpanded:
+		s.KeepExpanded++
+	case decision.ActionKeepRevised:
+		s.KeepRevised++
 	case decision.ActionRetire:
 		s.Retire++
 	}

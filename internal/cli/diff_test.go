@@ -36,7 +36,8 @@ spec:
 
 // diffHistory is a repository of three commits: none without apps/, then
 // before and after a change that keeps search, changes only docs'
-// retainFor, bumps rerank's model revision, removes legacy and adds fresh.
+// retainFor, bumps rerank's model revision (two replicas: it may roll in
+// place), removes legacy and adds fresh.
 type diffHistory struct {
 	dir, empty, before, after string
 }
@@ -106,11 +107,11 @@ func TestDiffListsWhatAChangeDoesToEachCache(t *testing.T) {
 	g.Expect(serverActions(report)).To(Equal(map[string]string{
 		"team/search": "Keep",
 		"team/docs":   "KeepLifetimeChanged",
-		"team/rerank": "Create,Retire,rolls",
+		"team/rerank": "KeepRevised",
 		"team/legacy": "Retire",
 		"team/fresh":  "Create",
 	}))
-	g.Expect(report.Summary).To(Equal(diffSummary{Create: 2, Keep: 1, KeepLifetimeChanged: 1, Retire: 2, Rolls: []string{"team/rerank"}}))
+	g.Expect(report.Summary).To(Equal(diffSummary{Create: 1, Keep: 1, KeepLifetimeChanged: 1, KeepRevised: 1, Retire: 1, Rolls: []string{}}))
 	g.Expect(report.Sizes).To(Equal("unknown: --cluster=off"))
 	for _, s := range report.Servers {
 		switch s.Server {
@@ -120,9 +121,11 @@ func TestDiffListsWhatAChangeDoesToEachCache(t *testing.T) {
 			g.Expect(s.Caches[0].PreviousRetainFor.Duration.String()).To(Equal("30s"))
 			g.Expect(s.Caches[0].Decision.RetainFor.Duration.String()).To(Equal("1h0m0s"))
 		case "team/rerank":
+			g.Expect(s.Caches).To(HaveLen(1), "the old binding is superseded, not retired")
 			g.Expect(s.Caches[0].Identity.Revision).To(Equal("v2"))
+			g.Expect(s.Caches[0].Supersedes).To(HavePrefix("bge-reranker-base-"))
+			g.Expect(s.Caches[0].Condition).To(ContainSubstring("if the claims hold the model twice"), "no binding gives the model's size")
 			g.Expect(s.Caches[0].Download.Copies).To(Equal(int32(2)), "a claim per replica")
-			g.Expect(s.Caches[1].Identity.Revision).To(Equal("main"))
 		}
 	}
 
@@ -141,9 +144,10 @@ func TestDiffTableIsAPlan(t *testing.T) {
 	g.Expect(lines[0]).To(Equal(history.dir + ": " + history.before[:12] + " -> main (" + history.after[:12] + ")"))
 	g.Expect(out).To(MatchRegexp(`(?m)^SERVER\s+ACTION\s+BINDING\s+MODEL\s+CACHE\s+RETAIN FOR\s+DOWNLOAD\s+ROLLS$`))
 	g.Expect(out).To(MatchRegexp(`(?m)^team/docs\s+~ keep \(lifetime changed\)\s+bge-base-en-v1-5-\S+\s+BAAI/bge-base-en-v1.5@main\s+PerReplica 10Gi\s+30s -> 1h\s+-\s+no$`))
-	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank\s+\+ create\s+\S+\s+BAAI/bge-reranker-base@v2\s+.*\s+24h\s+unknown\s+yes$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank\s+~ keep \(revised in place\)\s+\S+\s+BAAI/bge-reranker-base@v2\s+.*\s+24h\s+unknown\s+no$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank: bge-reranker-base-\S+ takes over the claims of bge-reranker-base-\S+ if the claims hold the model twice`))
 	g.Expect(out).To(MatchRegexp(`(?m)^team/legacy\s+- retire\s+\S+\s+intfloat/e5-small@main\s+Shared 10Gi\s+168h\s+-\s+no$`))
-	g.Expect(out).To(ContainSubstring("Plan: 2 to create, 1 kept, 1 kept with a new lifetime, 2 to retire. Rolls: team/rerank. Download: unknown (sizes: unknown: --cluster=off).\n"))
+	g.Expect(out).To(ContainSubstring("Plan: 1 to create, 1 kept, 1 kept with a new lifetime, 1 kept with a new revision, 1 to retire. Rolls: none. Download: unknown (sizes: unknown: --cluster=off).\n"))
 
 	// A path neither revision has: nothing to list.
 	out, _, err = runDiffCLI(t, history, history.empty, history.empty, "--cluster=off")
@@ -164,7 +168,8 @@ func TestDiffMarkdownIsReadyForAPullRequest(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("is released 168h after its last user leaves"))
 	g.Expect(out).To(ContainSubstring("| Server | Action | Binding | Model | Cache | Retain for | Download | Rolls |\n| --- |"))
 	g.Expect(out).To(MatchRegexp("(?m)^\\| `team/docs` \\| ~ keep \\(lifetime changed\\) \\| `bge-base-en-v1-5-[0-9a-f-]+` \\| `BAAI/bge-base-en-v1.5@main` \\| PerReplica 10Gi \\| 30s -> 1h \\| - \\| no \\|$"))
-	g.Expect(out).To(ContainSubstring("Rolls: `team/rerank`."))
+	g.Expect(out).To(ContainSubstring("\n- `team/rerank`: `bge-reranker-base-"))
+	g.Expect(out).To(ContainSubstring("Rolls: none."))
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.HasPrefix(line, "|") {
 			g.Expect(strings.Count(line, " | ")).To(Equal(7), "eight cells: %s", line)
@@ -184,7 +189,7 @@ func TestDiffFailsOnRetireWhenAsked(t *testing.T) {
 	out, _, err := runDiffCLI(t, history, history.before, history.after, "--cluster=off", "--fail-on-retire")
 	g.Expect(err).To(MatchError(ErrRetires))
 	g.Expect(ExitCode(err)).To(Equal(3))
-	g.Expect(out).To(ContainSubstring("2 to retire"), "the plan is printed before the failure")
+	g.Expect(out).To(ContainSubstring("1 to retire"), "the plan is printed before the failure")
 
 	_, _, err = runDiffCLI(t, history, history.before, history.after, "--cluster=off")
 	g.Expect(err).NotTo(HaveOccurred(), "exit status 0 without the flag")
@@ -203,6 +208,7 @@ func TestDiffSizesDownloadsFromRealizedBindings(t *testing.T) {
 	}
 	g.Expect(os.WriteFile(bindings, []byte("apiVersion: v1\nkind: List\nitems: []\n---\n"+
 		realized("a", "intfloat/multilingual-e5-small", "main", "134217728")+"---\n"+
+		realized("c", "BAAI/bge-reranker-base", "main", "1073741824")+"---\n"+
 		realized("b", "BAAI/bge-reranker-base", "v2", "1073741824")), 0o600)).To(Succeed())
 
 	report := diffJSON(t, g, history, history.before, history.after, "--bindings", bindings)
@@ -212,7 +218,8 @@ func TestDiffSizesDownloadsFromRealizedBindings(t *testing.T) {
 	out, _, err := runDiffCLI(t, history, history.before, history.after, "--bindings", bindings)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(MatchRegexp(`(?m)^team/fresh\s.*\s128\.0 MiB\s+no$`))
-	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank\s+\+ create\s.*\s2\.0 GiB \(2 x 1\.0 GiB\)\s+yes$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank\s+~ keep \(revised in place\)\s.*\s2\.0 GiB \(2 x 1\.0 GiB\)\s+no$`))
+	g.Expect(out).NotTo(ContainSubstring("takes over the claims"), "10Gi holds the 1 GiB model twice: no condition")
 	g.Expect(out).To(ContainSubstring("Download: 2.1 GiB"))
 }
 

@@ -44,6 +44,9 @@ func printDiffTable(out io.Writer, report *diffReport) error {
 		}
 		fmt.Fprintln(out)
 	}
+	for _, note := range conditions(report, func(s string) string { return s }) {
+		fmt.Fprintln(out, note)
+	}
 	_, err := fmt.Fprintln(out, summaryLine(report, func(s string) string { return s }))
 	return err
 }
@@ -63,6 +66,9 @@ func printDiffMarkdown(out io.Writer, report *diffReport) error {
 				cell(row.cache), cell(row.retainFor), cell(row.download), row.rolls}, " | "))
 		}
 		fmt.Fprintln(out)
+	}
+	for _, note := range conditions(report, code) {
+		fmt.Fprintln(out, "- "+note)
 	}
 	_, err := fmt.Fprintln(out, summaryLine(report, code))
 	return err
@@ -104,6 +110,23 @@ func diffRows(report *diffReport, quote func(string) string) []diffRow {
 	return rows
 }
 
+// conditions are the notes of successors the plan cannot be sure of, each
+// ended by a blank line after the last; names are passed through quote.
+func conditions(report *diffReport, quote func(string) string) []string {
+	var notes []string
+	for _, server := range report.Servers {
+		for _, c := range server.Caches {
+			if c.Condition != "" {
+				notes = append(notes, fmt.Sprintf("%s: %s takes over the claims of %s %s.", quote(server.Server), quote(c.Binding), quote(c.Supersedes), c.Condition))
+			}
+		}
+	}
+	if len(notes) > 0 {
+		notes[len(notes)-1] += "\n"
+	}
+	return notes
+}
+
 // actionLabel is an action with a plan tool's sign.
 func actionLabel(action decision.Action) string {
 	switch action {
@@ -113,6 +136,10 @@ func actionLabel(action decision.Action) string {
 		return "= keep"
 	case decision.ActionKeepLifetimeChanged:
 		return "~ keep (lifetime changed)"
+	case decision.ActionKeepExpanded:
+		return "~ keep (expanded in place)"
+	case decision.ActionKeepRevised:
+		return "~ keep (revised in place)"
 	case decision.ActionRetire:
 		return "- retire"
 	default:
@@ -205,7 +232,8 @@ func summaryLine(report *diffReport, quote func(string) string) string {
 	for _, count := range []struct {
 		n    int
 		text string
-	}{{s.Create, "to create"}, {s.Keep, "kept"}, {s.KeepLifetimeChanged, "kept with a new lifetime"}, {s.Retire, "to retire"}} {
+	}{{s.Create, "to create"}, {s.Keep, "kept"}, {s.KeepLifetimeChanged, "kept with a new lifetime"},
+		{s.KeepExpanded, "kept and expanded"}, {s.KeepRevised, "kept with a new revision"}, {s.Retire, "to retire"}} {
 		if count.n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", count.n, count.text))
 		}

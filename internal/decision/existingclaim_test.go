@@ -89,7 +89,7 @@ func TestPlanDownloadsNothingIntoAnExistingClaim(t *testing.T) {
 	before := fixtures.EmbeddingServer("ns", "a")
 	after := fixtures.EmbeddingServer("ns", "a", fixtures.WithExistingClaim("models"))
 
-	plan, err := decision.NewPlan([]*embedopsv1.EmbeddingServer{before}, []*embedopsv1.EmbeddingServer{after}, nil)
+	plan, err := decision.NewPlan([]*embedopsv1.EmbeddingServer{before}, []*embedopsv1.EmbeddingServer{after}, decision.Facts{})
 
 	g.Expect(err).NotTo(HaveOccurred())
 	change := changeOf(g, plan, "ns/a")

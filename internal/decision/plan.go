@@ -24,6 +24,13 @@ const (
 	// server's in retainFor alone: its successor binding takes over the
 	// claims, so the data stays and the server does not roll.
 	ActionKeepLifetimeChanged Action = "KeepLifetimeChanged"
+	// ActionKeepExpanded records a decision of a larger size: its successor
+	// binding takes over the claims and expands them in place.
+	ActionKeepExpanded Action = "KeepExpanded"
+	// ActionKeepRevised records a decision of a new model revision: its
+	// successor binding takes over the claims, the pods roll in place one
+	// at a time and fetch only the files the claims lack.
+	ActionKeepRevised Action = "KeepRevised"
 	// ActionRetire leaves a decision without users: its binding retires and
 	// its data is released retainFor later.
 	ActionRetire Action = "Retire"
@@ -43,10 +50,11 @@ type ServerChange struct {
 	Server string `json:"server"`
 	// Rolls reports that the server's pods move to other cache storage:
 	// it exists before and after and its storage (claim template or Shared
-	// claim) changes.
+	// claim) changes. Pods that roll in place (KeepRevised) do not move.
 	Rolls bool `json:"rolls"`
 	// Caches are the decisions the server uses after the change (Create,
-	// Keep, KeepLifetimeChanged), then the one it leaves when that retires.
+	// Keep or a successor's Keep action), then the one it leaves when that
+	// retires.
 	Caches []CacheChange `json:"caches"`
 }
 
@@ -60,10 +68,15 @@ type CacheChange struct {
 	Identity embedopsv1.CacheIdentity `json:"identity"`
 	// Decision is the decision after the change, or the retired one.
 	Decision embedopsv1.CacheDecision `json:"decision"`
-	// Supersedes is, for KeepLifetimeChanged, the binding whose claims the
-	// decision's binding takes over.
+	// Supersedes is, for a successor (KeepLifetimeChanged, KeepExpanded,
+	// KeepRevised), the binding whose claims the decision's binding takes
+	// over.
 	Supersedes string `json:"supersedes,omitempty"`
-	// PreviousRetainFor is, for KeepLifetimeChanged, the retainFor before.
+	// Condition is, for a successor, what the takeover depends on that the
+	// plan does not know (Facts), and what happens otherwise.
+	Condition string `json:"condition,omitempty"`
+	// PreviousRetainFor is, for a successor, the retainFor before, when it
+	// changed.
 	PreviousRetainFor *metav1.Duration `json:"previousRetainFor,omitempty"`
 	// Download is what the change fills with the model; nil for Retire.
 	Download *Download `json:"download,omitempty"`
@@ -75,7 +88,8 @@ type Download struct {
 	// PerReplica replicas, or a new Shared claim.
 	Copies int32 `json:"copies"`
 	// BytesPerCopy is the model's size as status.realized of a binding of
-	// the same model and revision records it; nil when none does.
+	// the same model and revision records it; nil when none does. For
+	// KeepRevised it is at most that: the claims fetch only what they lack.
 	BytesPerCopy *int64 `json:"bytesPerCopy,omitempty"`
 }
 
@@ -121,12 +135,12 @@ type side struct {
 
 // NewPlan returns what changing the servers from into to does to their
 // caches, as the ledger applies it: a decision some server already has is
-// kept; one that differs from the server's own in retainFor alone, when that
-// server was its only user, takes over its claims (Supersedable); any other
-// is created; a decision left without users retires. known are bindings
-// whose status.realized gives a model's size (nil: sizes unknown). Errors
-// name the server whose spec cannot be decided.
-func NewPlan(from, to []*embedopsv1.EmbeddingServer, known []embedopsv1.ModelCacheBinding) (*Plan, error) {
+// kept; one whose binding may take over the claims of the server's own
+// (takeover), when that server was its only user (Supersedable), is its
+// successor; any other is created; a decision left without users retires.
+// facts are what the plan knows of the cluster. Errors name the server
+// whose spec cannot be decided.
+func NewPlan(from, to []*embedopsv1.EmbeddingServer, facts Facts) (*Plan, error) {
 	before, err := sideOf(from)
 	if err != nil {
 		return nil, fmt.Errorf("before the change: %w", err)
@@ -136,10 +150,10 @@ func NewPlan(from, to []*embedopsv1.EmbeddingServer, known []embedopsv1.ModelCac
 		return nil, fmt.Errorf("after the change: %w", err)
 	}
 	keys := serverKeys(before, after)
-	successors := successions(before, after, keys)
+	successors := successions(before, after, keys, facts)
 	superseded := map[string]bool{}
-	for _, predecessor := range successors {
-		superseded[predecessor] = true
+	for _, s := range successors {
+		superseded[s.predecessor] = true
 	}
 	plan := &Plan{Servers: []ServerChange{}}
 	created := map[string]bool{}
@@ -147,7 +161,7 @@ func NewPlan(from, to []*embedopsv1.EmbeddingServer, known []embedopsv1.ModelCac
 		change := ServerChange{Server: key, Caches: []CacheChange{}}
 		old, updated := before.servers[key], after.servers[key]
 		if updated.name() != "" {
-			change.Caches = append(change.Caches, useOf(before, updated, old, successors, known, created))
+			change.Caches = append(change.Caches, useOf(before, updated, old, successors, facts.Bindings, created))
 		}
 		if name := old.name(); name != "" && len(after.users[name]) == 0 && !superseded[name] {
 			change.Caches = append(change.Caches, CacheChange{
@@ -198,12 +212,12 @@ func serverKeys(before, after *side) []string {
 }
 
 // successions maps the binding of each decision after the change that takes
-// over the claims of a binding before it to that binding's name: a new
-// decision that differs from its server's old one in retainFor alone, where
-// the server was the old binding's only user. keys are the servers of
-// either side, sorted, so the first server to reach a new binding wins.
-func successions(before, after *side, keys []string) map[string]string {
-	successors := map[string]string{}
+// over the claims of a binding before it to that takeover: a new decision
+// that may succeed its server's old one (takeover), where the server was
+// the old binding's only user. keys are the servers of either side, sorted,
+// so the first server to reach a new binding wins.
+func successions(before, after *side, keys []string, facts Facts) map[string]succeeding {
+	successors := map[string]succeeding{}
 	for _, key := range keys {
 		old, updated := before.servers[key], after.servers[key]
 		name, oldName := updated.name(), old.name()
@@ -213,11 +227,12 @@ func successions(before, after *side, keys []string) map[string]string {
 		case len(before.users[name]) > 0:
 			// A binding of the new decision exists: the server uses it.
 			continue
-		case !SameStoragePart(old.decision, updated.decision) || !slices.Equal(before.users[oldName], []string{key}):
+		case !slices.Equal(before.users[oldName], []string{key}):
 			continue
 		}
-		if _, taken := successors[name]; !taken {
-			successors[name] = oldName
+		kind, condition := takeover(old, updated, facts)
+		if _, taken := successors[name]; !taken && kind != NoSuccession {
+			successors[name] = succeeding{predecessor: oldName, kind: kind, condition: condition}
 		}
 	}
 	return successors
@@ -226,19 +241,23 @@ func successions(before, after *side, keys []string) map[string]string {
 // useOf is the decision a server uses after the change and what the change
 // does to it. created tracks the decisions already counted as created, so
 // a new Shared cache is downloaded once.
-func useOf(before *side, updated, old *decided, successors map[string]string, known []embedopsv1.ModelCacheBinding, created map[string]bool) CacheChange {
+func useOf(before *side, updated, old *decided, successors map[string]succeeding, known []embedopsv1.ModelCacheBinding, created map[string]bool) CacheChange {
 	name := updated.name()
 	d := updated.decision
 	change := CacheChange{Binding: name, Identity: d.Identity, Decision: d.Decision}
-	predecessor, succeeds := successors[name]
+	s, succeeds := successors[name]
 	switch {
 	case len(before.users[name]) > 0:
 		change.Action = ActionKeep
 		change.Download = grown(old, updated, old.name() == name)
+	case succeeds && s.kind == RevisionSuccession:
+		change.Action, change.Supersedes, change.Condition = ActionKeepRevised, s.predecessor, s.condition
+		change.PreviousRetainFor = previousRetainFor(before, s.predecessor, d)
+		change.Download = &Download{Copies: copies(updated)}
 	case succeeds:
-		change.Action, change.Supersedes = ActionKeepLifetimeChanged, predecessor
-		change.PreviousRetainFor = previousRetainFor(before, predecessor)
-		change.Download = grown(old, updated, old.name() == predecessor)
+		change.Action, change.Supersedes, change.Condition = successorAction(s.kind), s.predecessor, s.condition
+		change.PreviousRetainFor = previousRetainFor(before, s.predecessor, d)
+		change.Download = grown(old, updated, old.name() == s.predecessor)
 	default:
 		change.Action = ActionCreate
 		change.Download = &Download{Copies: copies(updated)}
@@ -253,13 +272,18 @@ func useOf(before *side, updated, old *decided, successors map[string]string, kn
 	return change
 }
 
-// previousRetainFor is the retainFor of the binding name before the change.
-func previousRetainFor(before *side, name string) *metav1.Duration {
+// previousRetainFor is the retainFor of the binding name before the change,
+// nil when it is d's.
+func previousRetainFor(before *side, name string, d *Decision) *metav1.Duration {
 	users := before.users[name]
 	if len(users) == 0 {
 		return nil
 	}
-	return new(before.servers[users[0]].decision.Decision.RetainFor)
+	previous := before.servers[users[0]].decision.Decision.RetainFor
+	if previous == d.Decision.RetainFor {
+		return nil
+	}
+	return &previous
 }
 
 // copies is how many caches a new decision fills: one per PerReplica
@@ -291,9 +315,9 @@ func grown(old, updated *decided, own bool) *Download {
 // sameStorage reports whether a server's pods keep their cache storage
 // across the change: no cache before and after, the same decision, or a
 // decision whose binding took over the old one's claims.
-func sameStorage(old, updated *decided, successors map[string]string) bool {
+func sameStorage(old, updated *decided, successors map[string]succeeding) bool {
 	oldName, name := old.name(), updated.name()
-	return oldName == name || (oldName != "" && successors[name] == oldName)
+	return oldName == name || (oldName != "" && successors[name].predecessor == oldName)
 }
 
 // RealizedBytes is the model size status.realized records in the newest

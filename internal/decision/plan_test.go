@@ -61,7 +61,7 @@ func TestPlanTellsWhatEachServerDoesWithItsCache(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			plan, err := decision.NewPlan(tc.from, tc.to, nil)
+			plan, err := decision.NewPlan(tc.from, tc.to, decision.Facts{})
 			g.Expect(err).NotTo(HaveOccurred())
 			change := changeOf(g, plan, "ns/a")
 			g.Expect(actions(change)).To(Equal(tc.actions))
@@ -74,7 +74,7 @@ func TestPlanRecordsTheLifetimeChange(t *testing.T) {
 	g := NewWithT(t)
 	before := fixtures.EmbeddingServer("ns", "a", fixtures.WithRetainFor(30*time.Second))
 	after := fixtures.EmbeddingServer("ns", "a", fixtures.WithRetainFor(time.Hour))
-	plan, err := decision.NewPlan(servers(before), servers(after), nil)
+	plan, err := decision.NewPlan(servers(before), servers(after), decision.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	kept := changeOf(g, plan, "ns/a").Caches[0]
 	g.Expect(kept.Supersedes).To(Equal(decision.BindingName(decisionOf(t, before))))
@@ -92,7 +92,7 @@ func TestPlanSharesAndRetiresSharedCachesByUse(t *testing.T) {
 
 	// b joins a's Shared cache: kept, nothing downloaded; a's class change
 	// leaves it to b alone, so it is not retired.
-	plan, err := decision.NewPlan(servers(es("ns", "a", shared)), servers(es("ns", "a", shared, fixtures.WithStorageClass("fast")), es("ns", "b", shared)), nil)
+	plan, err := decision.NewPlan(servers(es("ns", "a", shared)), servers(es("ns", "a", shared, fixtures.WithStorageClass("fast")), es("ns", "b", shared)), decision.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(actions(changeOf(g, plan, "ns/a"))).To(Equal([]decision.Action{decision.ActionCreate}))
 	g.Expect(changeOf(g, plan, "ns/a").Rolls).To(BeTrue())
@@ -102,13 +102,13 @@ func TestPlanSharesAndRetiresSharedCachesByUse(t *testing.T) {
 	// Two users: a retainFor change cannot take the claims over (the ledger
 	// supersedes a binding for its only user), so a gets storage of its own.
 	plan, err = decision.NewPlan(servers(es("ns", "a", shared), es("ns", "b", shared)),
-		servers(es("ns", "a", shared, fixtures.WithRetainFor(time.Hour)), es("ns", "b", shared)), nil)
+		servers(es("ns", "a", shared, fixtures.WithRetainFor(time.Hour)), es("ns", "b", shared)), decision.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(actions(changeOf(g, plan, "ns/a"))).To(Equal([]decision.Action{decision.ActionCreate}))
 	g.Expect(changeOf(g, plan, "ns/a").Rolls).To(BeTrue())
 
 	// Two new users of one new Shared cache download it once.
-	plan, err = decision.NewPlan(nil, servers(es("ns", "a", shared), es("ns", "b", shared)), nil)
+	plan, err = decision.NewPlan(nil, servers(es("ns", "a", shared), es("ns", "b", shared)), decision.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changeOf(g, plan, "ns/a").Caches[0].Download.Copies).To(Equal(int32(1)))
 	g.Expect(changeOf(g, plan, "ns/b").Caches[0].Download.Copies).To(BeZero())
@@ -128,19 +128,19 @@ func TestPlanDownloadsWhatRealizedBindingsRecord(t *testing.T) {
 	other.Spec.Identity.Revision = "v2"
 	known := []embedopsv1.ModelCacheBinding{realized("old", time.Unix(100, 0), 100), realized("new", time.Unix(200, 0), 133), other}
 
-	plan, err := decision.NewPlan(nil, servers(server), known)
+	plan, err := decision.NewPlan(nil, servers(server), decision.Facts{Bindings: known})
 	g.Expect(err).NotTo(HaveOccurred())
 	download := changeOf(g, plan, "ns/a").Caches[0].Download
 	g.Expect(download.Copies).To(Equal(int32(2)))
 	g.Expect(download.BytesPerCopy).To(HaveValue(Equal(int64(133))), "the newest binding of the same model and revision")
 	g.Expect(download.Bytes()).To(HaveValue(Equal(int64(266))))
 
-	plan, err = decision.NewPlan(nil, servers(server), nil)
+	plan, err = decision.NewPlan(nil, servers(server), decision.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changeOf(g, plan, "ns/a").Caches[0].Download.Bytes()).To(BeNil(), "unknown without bindings")
 
 	// A scale-up of a kept PerReplica cache fills the new replicas' claims.
-	plan, err = decision.NewPlan(servers(fixtures.EmbeddingServer("ns", "a")), servers(server), known)
+	plan, err = decision.NewPlan(servers(fixtures.EmbeddingServer("ns", "a")), servers(server), decision.Facts{Bindings: known})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changeOf(g, plan, "ns/a").Caches[0].Download.Bytes()).To(HaveValue(Equal(int64(133))))
 }
@@ -148,7 +148,7 @@ func TestPlanDownloadsWhatRealizedBindingsRecord(t *testing.T) {
 func TestPlanRefusesAServerItCannotDecide(t *testing.T) {
 	g := NewWithT(t)
 	bad := fixtures.EmbeddingServer("ns", "a", fixtures.WithCacheMode("Sometimes"))
-	_, err := decision.NewPlan(nil, servers(bad), nil)
+	_, err := decision.NewPlan(nil, servers(bad), decision.Facts{})
 	g.Expect(err).To(MatchError(decision.ErrInvalidSpec))
 	g.Expect(err).To(MatchError(ContainSubstring("after the change: server ns/a")))
 }

@@ -164,3 +164,45 @@ func Supersede(binding *embedopsv1.ModelCacheBinding, now time.Time) {
 	binding.Status.RequestReferences = nil
 	binding.Status.IdleSince, binding.Status.RetireAfter = nil, nil
 }
+
+// Recording is a binding that records d and nothing else: the shape the
+// succession predicates take, for readers that have decisions, not
+// bindings (the plan, the audit).
+func Recording(d *Decision) *embedopsv1.ModelCacheBinding {
+	return &embedopsv1.ModelCacheBinding{Spec: embedopsv1.ModelCacheBindingSpec{Identity: d.Identity, Decision: d.Decision}}
+}
+
+// Succession is the kind of change by which a successor binding may take
+// over its predecessor's claims.
+type Succession string
+
+// Kinds of succession.
+const (
+	// NoSuccession: the new decision needs storage of its own.
+	NoSuccession Succession = ""
+	// RetainForSuccession: retainFor alone changed (SameStoragePart).
+	RetainForSuccession Succession = "RetainFor"
+	// GrowthSuccession: a larger size, the claims expanded in place
+	// (GrowsInPlace).
+	GrowthSuccession Succession = "Growth"
+	// RevisionSuccession: a new model revision, the pods rolled in place
+	// (RevisesInPlace), with a larger size expanded in place too.
+	RevisionSuccession Succession = "Revision"
+)
+
+// SuccessionOf is how d may take over the storage of a binding recording
+// from, by the decisions alone. A growth or a revision also needs cluster
+// conditions the caller checks: a StorageClass that expands (for any larger
+// size), RoomForAnotherRevision and InPlaceRollAllowed.
+func SuccessionOf(from, d *Decision) Succession {
+	recorded := Recording(from)
+	switch {
+	case SameStoragePart(from, d):
+		return RetainForSuccession
+	case GrowsInPlace(recorded, d):
+		return GrowthSuccession
+	case RevisesInPlace(recorded, d):
+		return RevisionSuccession
+	}
+	return NoSuccession
+}

@@ -135,3 +135,28 @@ func TestSuccessorOwnsTheClaimsLabelledWithItsStorage(t *testing.T) {
 	controlled.OwnerReferences = []metav1.OwnerReference{{Kind: embedopsv1.ModelCacheBindingKind, Name: "root", UID: "root-uid", Controller: new(true)}}
 	g.Expect(decision.ClaimOwnership(taken, controlled)).NotTo(BeEmpty(), "a Shared claim is the successor's once its controller reference moved")
 }
+
+func TestSuccessionOfNamesTheKindByTheDecisionsAlone(t *testing.T) {
+	server := func(options ...fixtures.Option) *decision.Decision {
+		return decisionOf(t, fixtures.EmbeddingServer("models", "tei", append(options, fixtures.WithDefaults())...))
+	}
+	from := server()
+	cases := []struct {
+		name string
+		d    *decision.Decision
+		want decision.Succession
+	}{
+		{"another retainFor", server(fixtures.WithRetainFor(48 * time.Hour)), decision.RetainForSuccession},
+		{"a larger size", server(fixtures.WithCacheSize("20Gi")), decision.GrowthSuccession},
+		{"a smaller size", server(fixtures.WithCacheSize("5Gi")), decision.NoSuccession},
+		{"another revision", server(fixtures.WithModel(fixtures.Model, "v2")), decision.RevisionSuccession},
+		{"another revision, larger", server(fixtures.WithModel(fixtures.Model, "v2"), fixtures.WithCacheSize("20Gi")), decision.RevisionSuccession},
+		{"another class", server(fixtures.WithStorageClass("fast")), decision.NoSuccession},
+		{"another mode", server(fixtures.WithCacheMode(embedopsv1.CacheModeShared)), decision.NoSuccession},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(decision.SuccessionOf(from, tc.d)).To(Equal(tc.want))
+		})
+	}
+}

@@ -1,0 +1,101 @@
+package decision
+
+import (
+	"fmt"
+	"strings"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// Facts are what a plan knows beyond the manifests; each is nil when
+// unknown, and a succession that depends on it is then conditional.
+type Facts struct {
+	// Bindings give model sizes (status.realized, RealizedBytes).
+	Bindings []embedopsv1.ModelCacheBinding
+	// ClassExpands reports whether a StorageClass ("" for the default)
+	// allows volume expansion, and whether that is known.
+	ClassExpands func(class string) (expands, known bool)
+	// AllowedUnavailable is how many of a server's replicas its disruption
+	// budget lets be unavailable (builder.AllowedUnavailable, which this
+	// package cannot import).
+	AllowedUnavailable func(*embedopsv1.EmbeddingServer) int32
+}
+
+// succeeding is a binding after a change that takes over the claims of
+// predecessor, a binding before it.
+type succeeding struct {
+	predecessor string
+	kind        Succession
+	// condition is what the takeover depends on that the plan does not
+	// know, "" when nothing.
+	condition string
+}
+
+// takeover is how a server's new decision takes over the claims of its old
+// one, by the rules the ledger applies (SuccessionOf, then for a revision
+// InPlaceRollAllowed and RoomForAnotherRevision, for a larger size a class
+// that expands). A rule whose facts the plan lacks is not guessed: it is
+// named in the condition. A rule known to fail means new storage.
+func takeover(old, updated *decided, facts Facts) (Succession, string) {
+	kind := SuccessionOf(old.decision, updated.decision)
+	if kind == NoSuccession || kind == RetainForSuccession {
+		return kind, ""
+	}
+	var unknown []string
+	if kind == RevisionSuccession {
+		replicas := updated.server.GetReplicas()
+		switch {
+		case !InPlaceRollAllowed(replicas, replicas):
+			return NoSuccession, "" // too few replicas, whatever the budget
+		case facts.AllowedUnavailable == nil:
+			unknown = append(unknown, "its disruption budget lets a replica be unavailable")
+		case !InPlaceRollAllowed(replicas, facts.AllowedUnavailable(updated.server)):
+			return NoSuccession, ""
+		}
+		recorded := Recording(old.decision)
+		bytes := RealizedBytes(facts.Bindings, old.decision.Identity)
+		recorded.Status.Realized = &embedopsv1.RealizedCache{Bytes: bytes}
+		switch {
+		case bytes == nil:
+			unknown = append(unknown, "the claims hold the model twice (its size is not known)")
+		case !RoomForAnotherRevision(recorded, updated.decision):
+			return NoSuccession, ""
+		}
+	}
+	if updated.decision.Decision.Size.Cmp(old.decision.Decision.Size) > 0 {
+		expands, known := false, false
+		if facts.ClassExpands != nil {
+			expands, known = facts.ClassExpands(updated.decision.Decision.StorageClassName)
+		}
+		switch {
+		case !known:
+			unknown = append(unknown, classOf(updated.decision)+" allows volume expansion")
+		case !expands:
+			return NoSuccession, ""
+		}
+	}
+	if len(unknown) == 0 {
+		return kind, ""
+	}
+	return kind, "if " + strings.Join(unknown, " and ") + "; otherwise new storage, and the old cache retires"
+}
+
+// classOf names a decision's StorageClass.
+func classOf(d *Decision) string {
+	if d.Decision.StorageClassName == "" {
+		return "the default StorageClass"
+	}
+	return fmt.Sprintf("StorageClass %q", d.Decision.StorageClassName)
+}
+
+// successorAction is the plan's action for a kind of succession.
+func successorAction(kind Succession) Action {
+	switch kind {
+	case GrowthSuccession:
+		return ActionKeepExpanded
+	case RevisionSuccession:
+		return ActionKeepRevised
+	default:
+		return ActionKeepLifetimeChanged
+	}
+}

@@ -45,6 +45,17 @@ func (c *testClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// clockedNamespace is a namespace of its own under a controller whose
+// progress deadlines are measured with the returned clock.
+func clockedNamespace(t *testing.T) (*WithT, string, *testClock) {
+	t.Helper()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	clock := newTestClock(time.Now())
+	startManager(t, namespace, withClock(clock))
+	return g, namespace, clock
+}
+
 // withClock measures progress deadlines with clock.
 func withClock(clock *testClock) func(*ManagerOptions) {
 	return func(opts *ManagerOptions) { opts.EmbeddingServer.Now = clock.Now }
@@ -184,10 +195,7 @@ func expectStalled(t *testing.T, g *WithT, key types.NamespacedName, deadline ti
 
 func TestUnschedulablePodsAreProgressUntilTheDeadline(t *testing.T) {
 	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	clock := newTestClock(time.Now())
-	startManager(t, namespace, withClock(clock))
+	g, namespace, clock := clockedNamespace(t)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2)))
 	g.Expect(getServer(t, g, key).Spec.ProgressDeadline).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}), "the CRD's default")
 	createUnschedulablePod(t, g, key, "0")
@@ -238,10 +246,7 @@ func TestUnschedulablePodsAreProgressUntilTheDeadline(t *testing.T) {
 // that never binds stalls it as Unschedulable once the deadline passes.
 func TestAPodWaitingForItsClaimsIsInitializingUntilTheDeadline(t *testing.T) {
 	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	clock := newTestClock(time.Now())
-	startManager(t, namespace, withClock(clock))
+	g, namespace, clock := clockedNamespace(t)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	initializing := waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 	createPodUnschedulableFor(t, g, key, "0", unboundClaimsSchedulerMessage)

@@ -25,10 +25,7 @@ import (
 
 func TestStorageChangeRollsSurgeFirst(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(3)))
-	markStatefulSetReady(t, g, key)
-	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
-	first := waitForBinding(t, g, key, "").Name
+	key, first := readyServerAndBinding(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(3)))
 
 	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
 	var second *embedopsv1.ModelCacheBinding
@@ -70,10 +67,7 @@ func TestStorageChangeRollsSurgeFirst(t *testing.T) {
 // storage takes the next name.
 func TestStorageChangeSkipsARolloutNameAnotherObjectHolds(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	markStatefulSetReady(t, g, key)
-	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
-	first := waitForBinding(t, g, key, "").Name
+	key, first := readyServerAndBinding(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	larger := fixtures.EmbeddingServer(namespace, "tei", fixtures.WithCacheSize("20Gi"))
 	d, err := decision.For(larger)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -112,10 +106,7 @@ func foreignStatefulSet(namespace, name string) *appsv1.StatefulSet {
 
 func TestSingleReplicaStorageChangeSurgesFirst(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "one"))
-	markStatefulSetReady(t, g, key)
-	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
-	first := waitForBinding(t, g, key, "").Name
+	key, first := readyServerAndBinding(t, g, fixtures.EmbeddingServer(namespace, "one"))
 
 	updateServer(t, g, key, fixtures.WithCacheMode(embedopsv1.CacheModeShared))
 	var next types.NamespacedName
@@ -274,4 +265,14 @@ func TestRevertDuringARolloutServesFromTheOldStatefulSet(t *testing.T) {
 		g.Expect(statefulSetsOf(t, g, namespace)).To(ConsistOf(HaveField("ObjectMeta.Name", "tei")))
 	}).Should(Succeed())
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+}
+
+// readyServerAndBinding creates server, plays its StatefulSet ready, waits
+// until it is Ready and returns its key and its binding's name.
+func readyServerAndBinding(t *testing.T, g *WithT, server *embedopsv1.EmbeddingServer) (types.NamespacedName, string) {
+	t.Helper()
+	key := createServer(t, g, server)
+	markStatefulSetReady(t, g, key)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	return key, waitForBinding(t, g, key, "").Name
 }

@@ -20,45 +20,41 @@ const signalChildEnv = "EMBEDOPS_HARNESS_SIGNAL_CHILD"
 
 func TestStopOnSignalStopsWhatTestMainStartedBeforeExiting(t *testing.T) {
 	g := NewWithT(t)
-	child := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStopOnSignalChild$")
-	child.Env = append(os.Environ(), signalChildEnv+"=stop")
-	out, err := child.StdoutPipe()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(child.Start()).To(Succeed())
-	lines := bufio.NewScanner(out)
-	g.Expect(lines.Scan()).To(BeTrue())
-	g.Expect(lines.Text()).To(Equal("watching"))
-	g.Expect(child.Process.Signal(syscall.SIGTERM)).To(Succeed())
-	var rest []string
-	for lines.Scan() {
-		rest = append(rest, lines.Text())
-	}
-	err = child.Wait()
+	rest, err := signalChild(t, g, "stop", "watching", syscall.SIGTERM)
 	var exit *exec.ExitError
 	g.Expect(errors.As(err, &exit)).To(BeTrue(), "the child exits with a status: %v", err)
 	g.Expect(exit.ExitCode()).To(Equal(1))
-	g.Expect(strings.Join(rest, "\n")).To(ContainSubstring("stopped"))
+	g.Expect(rest).To(ContainSubstring("stopped"))
 }
 
 // A signal while something starts cancels the start, which tears down what
 // it started; the process goes on to report it instead of dying halfway.
 func TestASignalWhileStartingCancelsTheStart(t *testing.T) {
 	g := NewWithT(t)
+	rest, err := signalChild(t, g, "start", "starting", syscall.SIGINT)
+	g.Expect(err).NotTo(HaveOccurred(), "the signal did not kill the child: %s", rest)
+	g.Expect(rest).To(And(ContainSubstring("torn down"), ContainSubstring("stopped by a signal while starting")))
+}
+
+// signalChild runs TestStopOnSignalChild in the given mode, sends it sig
+// once it printed ready, and returns what it printed after and how it
+// exited.
+func signalChild(t *testing.T, g *WithT, mode, ready string, sig os.Signal) (string, error) {
+	t.Helper()
 	child := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStopOnSignalChild$")
-	child.Env = append(os.Environ(), signalChildEnv+"=start")
+	child.Env = append(os.Environ(), signalChildEnv+"="+mode)
 	out, err := child.StdoutPipe()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(child.Start()).To(Succeed())
 	lines := bufio.NewScanner(out)
 	g.Expect(lines.Scan()).To(BeTrue())
-	g.Expect(lines.Text()).To(Equal("starting"))
-	g.Expect(child.Process.Signal(syscall.SIGINT)).To(Succeed())
+	g.Expect(lines.Text()).To(Equal(ready))
+	g.Expect(child.Process.Signal(sig)).To(Succeed())
 	var rest []string
 	for lines.Scan() {
 		rest = append(rest, lines.Text())
 	}
-	g.Expect(child.Wait()).To(Succeed(), "the signal did not kill the child: %s", strings.Join(rest, "\n"))
-	g.Expect(strings.Join(rest, "\n")).To(And(ContainSubstring("torn down"), ContainSubstring("stopped by a signal while starting")))
+	return strings.Join(rest, "\n"), child.Wait()
 }
 
 // TestStopOnSignalChild is the child of the tests above (the value of

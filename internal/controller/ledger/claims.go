@@ -22,17 +22,12 @@ import (
 // being deleted and returns the binding's claims that exist. PerReplica
 // claims are the StatefulSet's to create.
 func (l *Ledger) ensureClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding) ([]corev1.PersistentVolumeClaim, error) {
-	var claims []corev1.PersistentVolumeClaim
+	claims, err := l.existingClaims(ctx, binding)
+	if err != nil || binding.Spec.Decision.Mode != embedopsv1.CacheModeShared || !binding.DeletionTimestamp.IsZero() {
+		return claims, err
+	}
 	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
-		claim := &corev1.PersistentVolumeClaim{}
-		err := l.client.Get(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: name}, claim)
-		switch {
-		case err == nil:
-			claims = append(claims, *claim)
-			continue
-		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("reading claim %s: %w", name, err)
-		case binding.Spec.Decision.Mode != embedopsv1.CacheModeShared || !binding.DeletionTimestamp.IsZero():
+		if slices.ContainsFunc(claims, func(c corev1.PersistentVolumeClaim) bool { return c.Name == name }) {
 			continue
 		}
 		if err := l.client.Create(ctx, builder.SharedClaim(binding, name), client.FieldOwner(embedopsv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
@@ -197,9 +198,19 @@ type phase struct {
 
 // SetupWithManager wires the reconciler into mgr: clients, the shared event
 // recorder and ledger, metrics and the watches.
-func (r *EmbeddingServerReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
+func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
 	r.client, r.apiReader, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), recorder, l
 	r.servers = recordingWriter{Client: r.client, apiReader: r.apiReader, writes: &r.writes, answers: &sync.Map{}}
+	servers, err := mgr.GetCache().GetInformer(ctx, &embedopsv1.EmbeddingServer{})
+	if err != nil {
+		return err
+	}
+	if _, err := servers.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { r.servers.forgetCaughtUp(obj) },
+		DeleteFunc: r.servers.forgetCaughtUp,
+	}); err != nil {
+		return err
+	}
 	r.metrics = fluxcontroller.NewMetrics(mgr, readiness, embedopsv1.ServerFinalizer)
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
 	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader(), ArgoCDNamespace: opts.ArgoCDNamespace}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -30,11 +31,12 @@ type recordingWriter struct {
 	apiReader client.Reader
 	writes    *writes.Versions
 	// answers holds the API server's answer to the last write of each
-	// server until the cache shows that write: a reconcile starting
-	// meanwhile reads it instead of the API server (the answer is the
-	// server as that write left it, which is what an uncached read would
-	// show unless someone wrote since, and then the locked status patch
-	// conflicts and falls back as it would from a cached copy).
+	// server until the cache shows that write (forgetCaughtUp, from the
+	// informer): a reconcile starting meanwhile reads it instead of the API
+	// server (the answer is the server as that write left it, which is
+	// what an uncached read would show unless someone wrote since, and then
+	// the locked status patch conflicts and falls back as it would from a
+	// cached copy).
 	answers *sync.Map // client.ObjectKey -> *embedopsv1.EmbeddingServer
 }
 
@@ -59,6 +61,22 @@ func (c recordingWriter) Get(ctx context.Context, key client.ObjectKey, obj clie
 		}
 	}
 	return c.apiReader.Get(ctx, key, obj, opts...)
+}
+
+// forgetCaughtUp drops the answer kept for a server the cache now shows at
+// or past it; an informer event handler, so no answer outlives the cache's
+// catching up, also for a server no reconcile reads again.
+func (c recordingWriter) forgetCaughtUp(obj any) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	server, ok := obj.(*embedopsv1.EmbeddingServer)
+	if !ok {
+		return
+	}
+	if key := client.ObjectKeyFromObject(server); !c.writes.Behind(key, server.ResourceVersion) {
+		c.forgetAnswer(key)
+	}
 }
 
 // forgetAnswer drops the answer kept for key: the cache has caught up, or

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -132,4 +133,46 @@ func TestRecordingWriterReadsTheServerUncachedWhenTheCacheIsBehind(t *testing.T)
 	g.Expect(read.ResourceVersion).To(Equal(live.ResourceVersion))
 	g.Expect(read.Spec.Replicas).To(HaveValue(Equal(int32(3))))
 	g.Expect(cache.servedCount()).To(Equal(2))
+}
+
+// The answer to the last write stands in for the API server while the
+// cache is behind it, and is dropped once the informer shows the write.
+func TestRecordingWriterReadsItsLastAnswerUntilTheCacheCatchesUp(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	stale := getServer(t, g, key)
+
+	requests := newWriteCounter()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(requests.wrap)
+	counted, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	cache := &staleServerCache{Client: counted, stale: map[client.ObjectKey]*embedopsv1.EmbeddingServer{}}
+	var versions writes.Versions
+	writer := recordingWriter{Client: cache, apiReader: counted, writes: &versions, answers: &sync.Map{}}
+
+	written := stale.DeepCopy()
+	patch := client.MergeFrom(stale.DeepCopy())
+	written.Annotations = map[string]string{"written": "yes"}
+	g.Expect(writer.Patch(t.Context(), written, patch)).To(Succeed())
+
+	cache.arm(stale)
+	read := &embedopsv1.EmbeddingServer{}
+	before := requests.requestSnapshot()
+	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
+	g.Expect(read.ResourceVersion).To(Equal(written.ResourceVersion), "the answer, not the stale copy")
+	g.Expect(read.Annotations).To(HaveKeyWithValue("written", "yes"))
+	g.Expect(requests.requestsSince(before)).NotTo(HaveKey("GET embeddingservers"), "no uncached read")
+
+	writer.forgetCaughtUp(stale)
+	_, kept := writer.answers.Load(key)
+	g.Expect(kept).To(BeTrue(), "an older copy in the cache keeps the answer")
+	writer.forgetCaughtUp(written)
+	_, kept = writer.answers.Load(key)
+	g.Expect(kept).To(BeFalse(), "the cache showing the write drops it")
+	cache.arm(stale)
+	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
+	g.Expect(requests.requestsSince(before)).To(HaveKeyWithValue("GET embeddingservers", 1), "without an answer a stale copy is read again uncached")
 }

@@ -144,21 +144,19 @@ func NoStuckDeletions(s *Snapshot) []string {
 }
 
 // ReleasedBindingsHoldNoClaims checks that a Released binding's claims are
-// gone or listed by a binding that is not Released (the successor a
-// superseded binding handed them to): one nobody lists would never be
-// deleted by anyone.
+// gone or listed by the binding in use that its succession chain ends in
+// (status.supersededBy, hop by hop: the successor a superseded binding
+// handed them to, or that successor's own successor). A claim nobody in
+// the chain lists would never be deleted by anyone, and one listed only by
+// an unrelated binding would be deleted by the wrong one.
 func ReleasedBindingsHoldNoClaims(s *Snapshot) []string {
 	claims := map[string]bool{}
 	for _, claim := range s.Claims {
 		claims[claim.Name] = true
 	}
-	held := map[string]bool{}
-	for _, binding := range s.Bindings {
-		if binding.Status.Phase != embedopsv1.BindingReleased {
-			for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
-				held[name] = true
-			}
-		}
+	byName := make(map[string]*embedopsv1.ModelCacheBinding, len(s.Bindings))
+	for i := range s.Bindings {
+		byName[s.Bindings[i].Name] = &s.Bindings[i]
 	}
 	var violations []string
 	for _, binding := range s.Bindings {
@@ -166,12 +164,25 @@ func ReleasedBindingsHoldNoClaims(s *Snapshot) []string {
 			continue
 		}
 		for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
-			if claims[name] && !held[name] {
-				violations = append(violations, fmt.Sprintf("binding %s is Released but its claim %s exists, listed by no binding in use", binding.Name, name))
+			if claims[name] && !heldBySuccessor(byName, &binding, name) {
+				violations = append(violations, fmt.Sprintf("binding %s is Released but its claim %s exists, listed by no binding in use that succeeds it", binding.Name, name))
 			}
 		}
 	}
 	return violations
+}
+
+// heldBySuccessor reports whether a binding not Released, reached from
+// released by status.supersededBy, lists the claim.
+func heldBySuccessor(byName map[string]*embedopsv1.ModelCacheBinding, released *embedopsv1.ModelCacheBinding, claim string) bool {
+	seen := map[string]bool{released.Name: true}
+	for next := byName[released.Status.SupersededBy]; next != nil && !seen[next.Name]; next = byName[next.Status.SupersededBy] {
+		seen[next.Name] = true
+		if next.Status.Phase != embedopsv1.BindingReleased {
+			return slices.Contains(next.Spec.Resources.PersistentVolumeClaimNames, claim)
+		}
+	}
+	return false
 }
 
 // bindingsReferencing returns the bindings that list the server's uid.

@@ -111,10 +111,7 @@ func TestAStaleCachedServerIsNotTheBaseOfItsStatusPatch(t *testing.T) {
 // write must come from the API server, or every retry is a Conflict.
 func TestRecordingWriterReadsTheServerUncachedWhenTheCacheIsBehind(t *testing.T) {
 	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	stale := getServer(t, g, key)
+	g, key, stale := createdServer(t)
 	updateServer(t, g, key, fixtures.WithReplicas(3))
 	live := getServer(t, g, key)
 
@@ -139,10 +136,7 @@ func TestRecordingWriterReadsTheServerUncachedWhenTheCacheIsBehind(t *testing.T)
 // cache is behind it, and is dropped once the informer shows the write.
 func TestRecordingWriterReadsItsLastAnswerUntilTheCacheCatchesUp(t *testing.T) {
 	t.Parallel()
-	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	stale := getServer(t, g, key)
+	g, key, stale := createdServer(t)
 
 	requests := newWriteCounter()
 	cfg := rest.CopyConfig(env.Config)
@@ -175,4 +169,13 @@ func TestRecordingWriterReadsItsLastAnswerUntilTheCacheCatchesUp(t *testing.T) {
 	cache.arm(stale)
 	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
 	g.Expect(requests.requestsSince(before)).To(HaveKeyWithValue("GET embeddingservers", 1), "without an answer a stale copy is read again uncached")
+}
+
+// createdServer creates a server in a namespace of its own and reads it
+// back.
+func createdServer(t *testing.T) (*WithT, types.NamespacedName, *embedopsv1.EmbeddingServer) {
+	t.Helper()
+	g := newG(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(harness.Namespace(t, env.Client), "tei"))
+	return g, key, getServer(t, g, key)
 }

@@ -40,7 +40,10 @@
 //     cache shows each child as that apply found or created it (status
 //     aside), neither the drift check nor the ownership check is made
 //     (verifiedChildren): every other change of a child is an event that
-//     changes its cached copy and brings both back. An
+//     changes its cached copy and brings both back. Until the cache shows
+//     the children that apply created (at most createdCacheWait), a
+//     reconcile of the same generation stops at the ownership check and
+//     writes nothing new: their arrival brings the server back. An
 //     object is recreated only for a change the API server refuses in place,
 //     and only after a dry-run shows it valid as a new object, so an invalid
 //     spec never deletes a running StatefulSet.

@@ -43,7 +43,7 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 	if scope.readLive {
 		bindOptions = append(bindOptions, ledger.ServerReadLive())
 	}
-	if scope.absent[expectedChildren(server)[0].ID] {
+	if scope.absent[statefulSetRef(server).ID] {
 		bindOptions = append(bindOptions, ledger.StatefulSetAbsent())
 	}
 	bound, err := r.ledger.Bind(ctx, server, d, func(ctx context.Context) (embedopsv1.DecisionSource, error) {
@@ -107,11 +107,8 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 	if err := r.untrackClaims(ctx, binding, byName); err != nil {
 		return err
 	}
-	growing, refused := r.ledger.ExpandClaims(ctx, binding, byName)
+	refused := r.ledger.ExpandClaims(ctx, binding, byName)
 	ready := decision.CacheReadiness(binding, byName)
-	if growing > 0 {
-		ready.Message += fmt.Sprintf("; %d claims expanding in place to %s", growing, binding.Spec.Decision.Size.String())
-	}
 	if refused > 0 {
 		ready.Message += fmt.Sprintf(" (%d refused: see the binding's %s events)", refused, embedopsv1.ClaimExpansionFailedReason)
 	}

@@ -483,10 +483,16 @@ func namedChildren(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceRef 
 // alone: the StatefulSet, the Service and the headless Service.
 func expectedChildren(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceRef {
 	return []embedopsv1.ResourceRef{
-		inventoryRef(server.Namespace, server.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet")),
+		statefulSetRef(server),
 		inventoryRef(server.Namespace, server.Name, corev1.SchemeGroupVersion.WithKind("Service")),
 		inventoryRef(server.Namespace, builder.HeadlessServiceName(server), corev1.SchemeGroupVersion.WithKind("Service")),
 	}
+}
+
+// statefulSetRef is the inventory entry of the StatefulSet under the
+// server's own name.
+func statefulSetRef(server *embedopsv1.EmbeddingServer) embedopsv1.ResourceRef {
+	return inventoryRef(server.Namespace, server.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 }
 
 // inventoryOf lists applied objects in Flux's inventory shape, sorted by ID.

@@ -308,7 +308,6 @@ func (r *EmbeddingServerReconciler) readServer(ctx context.Context, key types.Na
 	err := r.servers.Get(ctx, key, server)
 	if apierrors.IsNotFound(err) {
 		r.writes.Forget(key)
-		r.servers.forgetAnswer(key)
 		return nil, nil
 	}
 	if err != nil {

@@ -51,7 +51,6 @@ func (c recordingWriter) Get(ctx context.Context, key client.ObjectKey, obj clie
 		return err
 	}
 	if !c.writes.Behind(key, obj.GetResourceVersion()) {
-		c.forgetAnswer(key)
 		return nil
 	}
 	if server, ok := obj.(*embedopsv1.EmbeddingServer); ok && c.answers != nil {
@@ -74,15 +73,7 @@ func (c recordingWriter) forgetCaughtUp(obj any) {
 	if !ok {
 		return
 	}
-	if key := client.ObjectKeyFromObject(server); !c.writes.Behind(key, server.ResourceVersion) {
-		c.forgetAnswer(key)
-	}
-}
-
-// forgetAnswer drops the answer kept for key: the cache has caught up, or
-// the object is gone.
-func (c recordingWriter) forgetAnswer(key client.ObjectKey) {
-	if c.answers != nil {
+	if key := client.ObjectKeyFromObject(server); c.answers != nil && !c.writes.Behind(key, server.ResourceVersion) {
 		c.answers.Delete(key)
 	}
 }

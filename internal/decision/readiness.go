@@ -30,7 +30,7 @@ func CacheReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*co
 		return Readiness{metav1.ConditionTrue, embedopsv1.BoundReason, fmt.Sprintf("binding %s records existing claim %s, which it does not own", binding.Name, existing)}
 	}
 	bound, total := boundClaims(binding, claims)
-	message := fmt.Sprintf("binding %s: %d/%d claims bound", binding.Name, bound, total)
+	message := fmt.Sprintf("binding %s: %d/%d claims bound", binding.Name, bound, total) + growingNote(binding, claims)
 	if bound < total {
 		return Readiness{metav1.ConditionFalse, embedopsv1.PendingReason, message}
 	}
@@ -51,16 +51,22 @@ func BindingReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*
 		return Readiness{metav1.ConditionFalse, embedopsv1.ReleasedReason, "the cached data was released; this binding is an audit record"}
 	}
 	bound, total := boundClaims(binding, claims)
-	message := fmt.Sprintf("%d/%d claims bound", bound, total)
-	if growing := ClaimsGrowing(binding, claims); growing > 0 {
-		// Part of the message, so the end of a resize changes Ready, which
-		// the servers using the binding watch (their CacheReady says it).
-		message += fmt.Sprintf("; %d expanding in place to %s", growing, binding.Spec.Decision.Size.String())
-	}
+	// The resize note is part of the message, so the end of a resize
+	// changes Ready, which the servers using the binding watch.
+	message := fmt.Sprintf("%d/%d claims bound", bound, total) + growingNote(binding, claims)
 	if bound < total {
 		return Readiness{metav1.ConditionFalse, embedopsv1.PendingReason, message}
 	}
 	return Readiness{metav1.ConditionTrue, embedopsv1.BoundReason, message}
+}
+
+// growingNote is "; N expanding in place to SIZE" while ClaimsGrowing
+// counts any, else empty.
+func growingNote(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) string {
+	if growing := ClaimsGrowing(binding, claims); growing > 0 {
+		return fmt.Sprintf("; %d expanding in place to %s", growing, binding.Spec.Decision.Size.String())
+	}
+	return ""
 }
 
 // ClaimsGrowing counts the binding's Bound claims, its own, whose request

@@ -19,13 +19,13 @@ import (
 // smaller one's claims (decision.GrowsInPlace) grows them in place, and a
 // claim its StatefulSet makes later from the older template grows the same
 // way. The resize itself is the StorageClass's provisioner's, through the
-// claim's status. It returns how many claims still have less capacity than
-// the size, and how many the API server refused to expand (each a Warning
-// event; tried again at the next reconcile).
-func (l *Ledger) ExpandClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) (growing, refused int) {
+// claim's status; decision.ClaimsGrowing counts the resizes under way. It
+// returns how many claims the API server refused to expand (each a
+// Warning event; tried again at the next reconcile).
+func (l *Ledger) ExpandClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) (refused int) {
 	size := binding.Spec.Decision.Size
 	if binding.Spec.Decision.ExistingClaim != "" || size.IsZero() {
-		return 0, 0
+		return 0
 	}
 	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
 		claim := claims[name]
@@ -33,9 +33,6 @@ func (l *Ledger) ExpandClaims(ctx context.Context, binding *embedopsv1.ModelCach
 		// ValidatePersistentVolumeClaimUpdate); a Pending one grows once bound.
 		if claim == nil || decision.ClaimOwnership(binding, claim) != "" || !claim.DeletionTimestamp.IsZero() || claim.Status.Phase != corev1.ClaimBound {
 			continue
-		}
-		if capacity := claim.Status.Capacity[corev1.ResourceStorage]; capacity.Cmp(size) < 0 {
-			growing++
 		}
 		if request := claim.Spec.Resources.Requests[corev1.ResourceStorage]; request.Cmp(size) >= 0 {
 			continue
@@ -54,5 +51,5 @@ func (l *Ledger) ExpandClaims(ctx context.Context, binding *embedopsv1.ModelCach
 		l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.ClaimExpandingReason, "Expand",
 			"expanding claim %s to %s in place: no new volume, nothing downloaded", name, size.String())
 	}
-	return growing, refused
+	return refused
 }

@@ -70,26 +70,49 @@ func statefulSetNameFor(server *embedopsv1.EmbeddingServer, binding *embedopsv1.
 	return decision.RolloutStatefulSetName(server.Name, storage)
 }
 
-// confirmFree checks, uncached, that the server's name is free before a
-// storage the cache shows no StatefulSet of is given it: a StatefulSet
-// created a moment ago under that name may not be cached yet, and applying
-// the new storage onto it would replace its pods in place. Otherwise the
-// storage gets its own name. One read, only when a StatefulSet is about to
-// be created under the server's name.
+// confirmFree checks, uncached, that the name a storage the cache shows no
+// StatefulSet of is about to be given is free: a StatefulSet created a
+// moment ago under the server's name may not be cached yet, and applying
+// the new storage onto it would replace its pods in place; and another
+// object (another server may be named <server>-<6 hex>) may hold a
+// rollout name, onto which the apply would fail at every reconcile. The
+// storage then takes the next free rollout name (decision.FreeRolloutName,
+// the ledger's rule for PerReplica bindings). Reads only when a
+// StatefulSet is about to be created.
 func (r *EmbeddingServerReconciler) confirmFree(ctx context.Context, server *embedopsv1.EmbeddingServer, name, storage string, sets []appsv1.StatefulSet) (string, error) {
-	if name != server.Name || slices.ContainsFunc(sets, func(sts appsv1.StatefulSet) bool { return sts.Name == name }) {
+	if slices.ContainsFunc(sets, func(sts appsv1.StatefulSet) bool { return sts.Name == name }) {
 		return name, nil
+	}
+	if name == server.Name {
+		free, err := r.nameFree(ctx, server, name, nil)
+		if err != nil || free {
+			return name, err
+		}
+	}
+	return decision.FreeRolloutName(server.Name, storage, func(candidate string) (bool, error) {
+		return r.nameFree(ctx, server, candidate, sets)
+	})
+}
+
+// nameFree reports, uncached, whether name is free for a new storage: no
+// StatefulSet holds it, or, for a rollout name, one with this server's
+// owner labels that the cache does not show yet. The server's own name
+// held by anything is not free, nor is a name among sets (the server's
+// StatefulSets of other storage).
+func (r *EmbeddingServerReconciler) nameFree(ctx context.Context, server *embedopsv1.EmbeddingServer, name string, sets []appsv1.StatefulSet) (bool, error) {
+	if slices.ContainsFunc(sets, func(sts appsv1.StatefulSet) bool { return sts.Name == name }) {
+		return false, nil
 	}
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name}, existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		return name, nil
+		return true, nil
 	case err != nil:
-		return "", fmt.Errorf("reading StatefulSet %s: %w", name, err)
+		return false, fmt.Errorf("reading StatefulSet %s: %w", name, err)
 	}
-	return decision.RolloutStatefulSetName(server.Name, storage), nil
+	return name != server.Name && ownershipConflict(server, existing) == "", nil
 }
 
 // storageRollout is a storage change in progress: the step taken and the

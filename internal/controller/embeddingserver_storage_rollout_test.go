@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -82,6 +84,27 @@ func TestStorageChangeSkipsARolloutNameAnotherObjectHolds(t *testing.T) {
 		g.Expect(second.Spec.Resources.StatefulSetName).To(Equal(names[1]))
 	}).Should(Succeed())
 	next := types.NamespacedName{Namespace: namespace, Name: names[1]}
+	markStatefulSetReady(t, g, next)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	left := statefulSetOf(t, g, client.ObjectKeyFromObject(foreign))
+	g.Expect(left.Generation).To(Equal(int64(1)), "the other object's StatefulSet was never changed")
+	g.Expect(left.OwnerReferences).To(BeEmpty())
+}
+
+// A Shared cache's StatefulSet, whose name no binding records, skips a
+// rollout name another object holds the same way.
+func TestSharedStorageChangeSkipsARolloutNameAnotherObjectHolds(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key, _ := readyServerAndBinding(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	d, err := decision.For(fixtures.EmbeddingServer(namespace, "tei", fixtures.WithCacheMode(embedopsv1.CacheModeShared)))
+	g.Expect(err).NotTo(HaveOccurred())
+	names := decision.RolloutStatefulSetNames("tei", decision.BindingName(d))
+	foreign := foreignStatefulSet(namespace, names[0])
+	g.Expect(env.Client.Create(t.Context(), foreign)).To(Succeed())
+
+	updateServer(t, g, key, fixtures.WithCacheMode(embedopsv1.CacheModeShared))
+	next := types.NamespacedName{Namespace: namespace, Name: names[1]}
+	g.Eventually(func(g Gomega) { g.Expect(env.Client.Get(t.Context(), next, &appsv1.StatefulSet{})).To(Succeed()) }).Should(Succeed())
 	markStatefulSetReady(t, g, next)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
 	left := statefulSetOf(t, g, client.ObjectKeyFromObject(foreign))
@@ -202,6 +225,7 @@ func statefulSetsOf(t *testing.T, g Gomega, namespace string) []appsv1.StatefulS
 	t.Helper()
 	var list appsv1.StatefulSetList
 	g.Expect(env.Client.List(t.Context(), &list, client.InNamespace(namespace))).To(Succeed())
+	slices.SortFunc(list.Items, func(a, b appsv1.StatefulSet) int { return strings.Compare(a.Name, b.Name) })
 	return list.Items
 }
 
@@ -229,6 +253,7 @@ func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
 	// controller makes it, stops, and the test takes the drain out, so
 	// no reconcile of this release can race the edit.
 	t.Run("an earlier release", func(t *testing.T) {
+		g := newG(t)
 		startManager(t, namespace)
 		createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 		sts := waitForStatefulSet(t, g, key)

@@ -57,6 +57,20 @@ func RolloutStatefulSetNames(server, storage string) []string {
 	return names
 }
 
+// FreeRolloutName is the first of RolloutStatefulSetNames(server, storage)
+// that usable accepts (free, or already the storage's own); an error when
+// none is.
+func FreeRolloutName(server, storage string, usable func(name string) (bool, error)) (string, error) {
+	names := RolloutStatefulSetNames(server, storage)
+	for _, name := range names {
+		ok, err := usable(name)
+		if err != nil || ok {
+			return name, err
+		}
+	}
+	return "", fmt.Errorf("every StatefulSet name for storage %s (%v) is taken by other objects", storage, names)
+}
+
 // SetReplicas are the replicas one StatefulSet of a server asks for and has
 // ready.
 type SetReplicas struct {

@@ -378,17 +378,10 @@ func (l *Ledger) placeBesideServing(ctx context.Context, server *embedopsv1.Embe
 // onto it would fail on its controller reference at every reconcile. A
 // StatefulSet with this server's owner labels is one an earlier try made.
 func (l *Ledger) freeRolloutName(ctx context.Context, server *embedopsv1.EmbeddingServer, storage string) (string, error) {
-	names := decision.RolloutStatefulSetNames(server.Name, storage)
-	for _, name := range names {
+	return decision.FreeRolloutName(server.Name, storage, func(name string) (bool, error) {
 		existing, err := l.statefulSet(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name})
-		if err != nil {
-			return "", err
-		}
-		if existing == nil || (existing.Labels[embedopsv1.NameLabel] == server.Name && existing.Labels[embedopsv1.NamespaceLabel] == server.Namespace) {
-			return name, nil
-		}
-	}
-	return "", fmt.Errorf("every StatefulSet name for storage %s (%v) is taken by objects of other owners", storage, names)
+		return existing == nil || (existing.Labels[embedopsv1.NameLabel] == server.Name && existing.Labels[embedopsv1.NamespaceLabel] == server.Namespace), err
+	})
 }
 
 // usable reports whether the server may use binding for d

@@ -121,14 +121,10 @@ func waitForStatefulSet(t *testing.T, g *WithT, key types.NamespacedName) *appsv
 // replicas exist and are ready at the current generation.
 func markStatefulSetReady(t *testing.T, g *WithT, key types.NamespacedName) {
 	t.Helper()
-	g.Eventually(func() error {
-		sts := &appsv1.StatefulSet{}
-		if err := env.Client.Get(t.Context(), key, sts); err != nil {
-			return err
-		}
+	setStatefulSetStatus(t, g, key, func(sts *appsv1.StatefulSet) bool {
 		sts.Status = readyStatus(sts, replicasOf(sts))
-		return env.Client.Status().Update(t.Context(), sts)
-	}).Should(Succeed())
+		return true
+	})
 }
 
 // readyStatus is the status the StatefulSet controller reports when every

@@ -8,11 +8,14 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
@@ -95,6 +98,34 @@ func TestKubectlWaitsForAReadyServer(t *testing.T) {
 	out, err = wait.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "kubectl wait: %s", out)
 	g.Expect(string(out)).To(ContainSubstring("condition met"))
+	expectUntrackedClaims(t, g, namespace, "minimal")
+}
+
+// expectUntrackedClaims checks the claims kube-controller-manager's
+// StatefulSet controller made for the server: they carry every label of the
+// StatefulSet's selector (it copies them, kubernetes v1.37.2
+// pkg/controller/statefulset/stateful_set_utils.go,
+// getPersistentVolumeClaims), and neither carries a GitOps tracking key
+// (builder.TrackingKeys), which Argo CD's label tracking would take as its
+// own and prune.
+func expectUntrackedClaims(t *testing.T, g *WithT, namespace, name string) {
+	t.Helper()
+	sts := &appsv1.StatefulSet{}
+	g.Expect(cluster.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, sts)).To(Succeed())
+	var claims corev1.PersistentVolumeClaimList
+	g.Expect(cluster.Client.List(t.Context(), &claims, client.InNamespace(namespace))).To(Succeed())
+	g.Expect(claims.Items).NotTo(BeEmpty())
+	for _, key := range builder.TrackingKeys {
+		g.Expect(sts.Spec.Selector.MatchLabels).NotTo(HaveKey(key))
+	}
+	for _, claim := range claims.Items {
+		for key, value := range sts.Spec.Selector.MatchLabels {
+			g.Expect(claim.Labels).To(HaveKeyWithValue(key, value), "claim %s: the StatefulSet controller copies the selector", claim.Name)
+		}
+		for _, key := range builder.TrackingKeys {
+			g.Expect(claim.Labels).NotTo(HaveKey(key), "claim %s", claim.Name)
+		}
+	}
 }
 
 func TestPodFailuresAppearOnReadyAndClear(t *testing.T) {

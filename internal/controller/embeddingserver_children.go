@@ -419,6 +419,10 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the pods to go before leaving their bindings", "storage", inUse)
 		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
 	}
+	if pod, err := r.livePodOf(ctx, server); err != nil || pod != "" {
+		ctrl.LoggerFrom(ctx).V(1).Info("waiting for a pod the cache does not show yet before leaving the bindings", "pod", pod)
+		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
+	}
 	if err := r.ledger.Leave(ctx, server, ""); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -428,6 +432,23 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	r.rollouts.forget(server.UID)
 	ctrl.LoggerFrom(ctx).Info("deleted children")
 	return ctrl.Result{}, nil
+}
+
+// livePodOf names a pod of the server that exists, read uncached, or "":
+// the last look before a deleted server leaves its bindings, since the
+// informer cache may still lag kube-apiserver restarts (client-go v0.37.2's
+// reflector backs off for up to a minute: tools/cache/reflector.go) and
+// miss a pod that mounts a claim.
+func (r *EmbeddingServerReconciler) livePodOf(ctx context.Context, server *embedopsv1.EmbeddingServer) (string, error) {
+	var pods corev1.PodList
+	if err := r.apiReader.List(ctx, &pods, client.InNamespace(server.Namespace), client.Limit(1),
+		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		return "", fmt.Errorf("listing the pods of the server: %w", err)
+	}
+	if len(pods.Items) == 0 {
+		return "", nil
+	}
+	return pods.Items[0].Name, nil
 }
 
 // deleteEntries deletes the objects of inventory entries that carry this

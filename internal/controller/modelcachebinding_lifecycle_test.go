@@ -160,3 +160,57 @@ func bindingEventReasons(t *testing.T, g Gomega, namespace, name string) []strin
 	}
 	return reasons
 }
+
+// TestARetiringBindingWaitsForThePodsThatMountItsClaims deletes a server
+// while a pod the server does not know (a user's, no embedops labels)
+// mounts one of its claims and a finished pod mounts the other: the
+// binding deletes the claim only the finished pod names, says which pod it
+// waits for, and deletes the other claim once that pod is gone.
+func TestARetiringBindingWaitsForThePodsThatMountItsClaims(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2), fixtures.WithRetainFor(0)))
+	binding := waitForBinding(t, g, key, "")
+	claims := binding.Spec.Resources.PersistentVolumeClaimNames
+	g.Expect(claims).To(HaveLen(2))
+	createClaims(t, g, namespace, "tei", claims)
+	debug := createPodMounting(t, g, namespace, "debug", claims[0], corev1.PodRunning)
+	createPodMounting(t, g, namespace, "finished", claims[1], corev1.PodSucceeded)
+
+	g.Expect(env.Client.Delete(t.Context(), getServer(t, g, key))).To(Succeed())
+	waiting := fmt.Sprintf("waiting for pod debug (claim %s) to end first", claims[0])
+	g.Eventually(func(g Gomega) {
+		retiring := getBinding(t, g, namespace, binding.Name)
+		g.Expect(retiring.Status.Phase).To(Equal(embedopsv1.BindingRetiring))
+		g.Expect(conditions.GetMessage(retiring, embedopsv1.ReadyCondition)).To(HaveSuffix(waiting))
+		g.Expect(conditions.GetMessage(retiring, embedopsv1.ReconcilingCondition)).To(HaveSuffix(waiting))
+		g.Expect(claimsGone(t, g, namespace, claims[1:])).To(BeTrue(), "a finished pod holds no claim")
+	}).Should(Succeed())
+	held := &corev1.PersistentVolumeClaim{}
+	g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: claims[0]}, held)).To(Succeed())
+	g.Expect(held.DeletionTimestamp).To(BeNil(), "a claim a running pod mounts is not deleted")
+
+	g.Expect(env.Client.Delete(t.Context(), debug)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(claimsGone(t, g, namespace, claims[:1])).To(BeTrue())
+		g.Expect(getBinding(t, g, namespace, binding.Name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
+	}).Should(Succeed())
+}
+
+// createPodMounting creates an unscheduled pod that mounts claim, with the
+// phase given in its status.
+func createPodMounting(t *testing.T, g *WithT, namespace, name, claim string, phase corev1.PodPhase) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "shell", Image: "busybox"}},
+			Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+			}}},
+		},
+	}
+	g.Expect(env.Client.Create(t.Context(), pod)).To(Succeed())
+	pod.Status.Phase = phase
+	g.Expect(env.Client.Status().Update(t.Context(), pod)).To(Succeed())
+	return pod
+}

@@ -54,12 +54,15 @@ func (l *Ledger) existingClaims(ctx context.Context, binding *embedopsv1.ModelCa
 	return claims, nil
 }
 
-// releaseClaims deletes the binding's claims that still exist and are the
-// binding's, and returns how many of those remain. Claims are read from the
-// API server, not the cache, so the preconditions name the claim as it is.
-// A claim that is not the binding's is reported and left alone.
-func (l *Ledger) releaseClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (int, error) {
+// releaseClaims deletes the binding's claims that still exist, are the
+// binding's and no pod mounts (claimUsers), and returns how many of those
+// remain and which pods it waits for. Claims are read from the API server,
+// not the cache, so the preconditions name the claim as it is. A claim that
+// is not the binding's is reported and left alone.
+func (l *Ledger) releaseClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (int, []string, error) {
 	remaining := 0
+	var waits []string
+	users := &claimUsers{reader: l.apiReader, namespace: binding.Namespace}
 	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
 		claim := &corev1.PersistentVolumeClaim{}
 		err := l.apiReader.Get(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: name}, claim)
@@ -67,7 +70,7 @@ func (l *Ledger) releaseClaims(ctx context.Context, binding *embedopsv1.ModelCac
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("reading claim %s: %w", name, err)
+			return 0, nil, fmt.Errorf("reading claim %s: %w", name, err)
 		}
 		if why := decision.ClaimOwnership(binding, claim); why != "" {
 			ctrl.LoggerFrom(ctx).Info("leaving a claim that is not the binding's", "binding", binding.Name, "claim", name, "why", why)
@@ -79,19 +82,37 @@ func (l *Ledger) releaseClaims(ctx context.Context, binding *embedopsv1.ModelCac
 		if !claim.DeletionTimestamp.IsZero() {
 			continue
 		}
-		preconditions := client.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion}
-		err = l.client.Delete(ctx, claim, preconditions)
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			continue // gone, or changed since it was read: looked at again next time.
-		}
+		pod, err := users.of(ctx, name)
 		if err != nil {
-			return 0, fmt.Errorf("deleting claim %s: %w", name, err)
+			return 0, nil, err
 		}
-		ctrl.LoggerFrom(ctx).Info("deleted cache claim", "binding", binding.Name, "claim", name)
-		l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.ClaimDeletedReason, "Release",
-			"deleted cache claim %s (volume %s)", name, claim.Spec.VolumeName)
+		if pod != "" {
+			waits = append(waits, fmt.Sprintf("pod %s (claim %s)", pod, name))
+			continue
+		}
+		if err := l.deleteClaim(ctx, binding, claim); err != nil {
+			return 0, nil, err
+		}
 	}
-	return remaining, nil
+	return remaining, waits, nil
+}
+
+// deleteClaim deletes a claim as it was read (UID and resourceVersion
+// preconditions) and reports it; a claim gone or changed since is looked at
+// again next time.
+func (l *Ledger) deleteClaim(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claim *corev1.PersistentVolumeClaim) error {
+	preconditions := client.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion}
+	err := l.client.Delete(ctx, claim, preconditions)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting claim %s: %w", claim.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleted cache claim", "binding", binding.Name, "claim", claim.Name)
+	l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.ClaimDeletedReason, "Release",
+		"deleted cache claim %s (volume %s)", claim.Name, claim.Spec.VolumeName)
+	return nil
 }
 
 // statefulSetMakingClaims names a StatefulSet whose claim templates would

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -137,8 +138,11 @@ func (l *Ledger) firstStatus(ctx context.Context, binding *embedopsv1.ModelCache
 // StatefulSet can create one of them again, then records Released, drops
 // the finalizer and prunes the server's history.
 func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
-	remaining, err := l.releaseClaims(ctx, binding)
+	remaining, waits, err := l.releaseClaims(ctx, binding)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := l.reportWaits(ctx, binding, waits); err != nil {
 		return ctrl.Result{}, err
 	}
 	if remaining > 0 {
@@ -160,6 +164,24 @@ func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBind
 	l.events.Eventf(binding, nil, corev1.EventTypeNormal, embedopsv1.ReleasedReason, "Release",
 		"the cached data of %s@%s is released; the binding stays as an audit record", binding.Spec.Identity.Model, binding.Spec.Identity.Revision)
 	return ctrl.Result{}, l.keepRecord(ctx, binding)
+}
+
+// reportWaits names, in a Retiring binding's Ready and Reconciling
+// messages, the pods whose end its claims' deletion waits for, so kubectl
+// shows why a retirement takes long; the status is written only when that
+// changes.
+func (l *Ledger) reportWaits(ctx context.Context, binding *embedopsv1.ModelCacheBinding, waits []string) error {
+	before := binding.Status.DeepCopy()
+	setReadiness(binding, nil)
+	if len(waits) > 0 {
+		message := conditions.GetMessage(binding, embedopsv1.ReadyCondition) + "; waiting for " + strings.Join(waits, ", ") + " to end first"
+		conditions.MarkFalse(binding, embedopsv1.ReadyCondition, embedopsv1.RetiringReason, "%s", message)
+		conditions.MarkReconciling(binding, embedopsv1.RetiringReason, "%s", message)
+	}
+	if equality.Semantic.DeepEqual(before, &binding.Status) {
+		return nil
+	}
+	return l.updateStatus(ctx, binding)
 }
 
 // keepRecord drops the finalizer of a Released binding and prunes its

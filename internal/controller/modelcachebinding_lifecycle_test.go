@@ -52,10 +52,7 @@ func TestDeletedBindingThatNothingReferencesReleasesAtOnce(t *testing.T) {
 
 func TestReleaseLeavesClaimsThatAreNotTheBindings(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2), fixtures.WithRetainFor(0)))
-	binding := waitForBinding(t, g, key, "")
-	claims := binding.Spec.Resources.PersistentVolumeClaimNames
-	g.Expect(claims).To(HaveLen(2))
+	key, binding, claims := twoReplicasRetainedForNothing(t, g, namespace)
 	createClaims(t, g, namespace, "tei", claims[:1])
 	// Someone else's claim under the second name: no owner, no embedops label.
 	foreign := &corev1.PersistentVolumeClaim{
@@ -168,10 +165,7 @@ func bindingEventReasons(t *testing.T, g Gomega, namespace, name string) []strin
 // waits for, and deletes the other claim once that pod is gone.
 func TestARetiringBindingWaitsForThePodsThatMountItsClaims(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2), fixtures.WithRetainFor(0)))
-	binding := waitForBinding(t, g, key, "")
-	claims := binding.Spec.Resources.PersistentVolumeClaimNames
-	g.Expect(claims).To(HaveLen(2))
+	key, binding, claims := twoReplicasRetainedForNothing(t, g, namespace)
 	createClaims(t, g, namespace, "tei", claims)
 	debug := createPodMounting(t, g, namespace, "debug", claims[0], corev1.PodRunning)
 	createPodMounting(t, g, namespace, "finished", claims[1], corev1.PodSucceeded)
@@ -213,4 +207,16 @@ func createPodMounting(t *testing.T, g *WithT, namespace, name, claim string, ph
 	pod.Status.Phase = phase
 	g.Expect(env.Client.Status().Update(t.Context(), pod)).To(Succeed())
 	return pod
+}
+
+// twoReplicasRetainedForNothing creates server tei with two replicas and
+// retainFor 0s, and returns it with its binding and the binding's two
+// claim names.
+func twoReplicasRetainedForNothing(t *testing.T, g *WithT, namespace string) (types.NamespacedName, *embedopsv1.ModelCacheBinding, []string) {
+	t.Helper()
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2), fixtures.WithRetainFor(0)))
+	binding := waitForBinding(t, g, key, "")
+	claims := binding.Spec.Resources.PersistentVolumeClaimNames
+	g.Expect(claims).To(HaveLen(2))
+	return key, binding, claims
 }

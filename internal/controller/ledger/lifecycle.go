@@ -20,6 +20,11 @@ import (
 // claims it is waiting to be gone.
 const DefaultReleaseInterval = 2 * time.Second
 
+// podWaitFactor stretches the release interval while a pod still mounts a
+// claim: each look lists the namespace's pods uncached (claimUsers), and a
+// user's pod may hold a claim for days.
+const podWaitFactor = 5
+
 // CreatorGrace is how long a new binding, whose status nobody wrote yet, is
 // left to the server that created it: that server's first reference writes
 // its whole first status (firstStatus), so the binding controller writing
@@ -145,7 +150,10 @@ func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBind
 	if err := l.reportWaits(ctx, binding, waits); err != nil {
 		return ctrl.Result{}, err
 	}
-	if remaining > 0 {
+	switch {
+	case len(waits) > 0:
+		return withJitter(ctrl.Result{RequeueAfter: podWaitFactor * l.releaseInterval}), nil
+	case remaining > 0:
 		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval}), nil
 	}
 	if user, err := l.statefulSetMakingClaims(ctx, binding); err != nil || user != "" {

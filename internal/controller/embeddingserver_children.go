@@ -434,7 +434,8 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	return ctrl.Result{}, nil
 }
 
-// livePodOf names a pod of the server that exists, read uncached, or "":
+// livePodOf names a pod of the server that mounts a cache (it carries
+// embedopsv1.CacheBindingLabel, as storagesInUse reads), read uncached, or "":
 // the last look before a deleted server leaves its bindings, since the
 // informer cache may still lag kube-apiserver restarts (client-go v0.37.2's
 // reflector backs off for up to a minute: tools/cache/reflector.go) and
@@ -442,7 +443,8 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 func (r *EmbeddingServerReconciler) livePodOf(ctx context.Context, server *embedopsv1.EmbeddingServer) (string, error) {
 	var pods corev1.PodList
 	if err := r.apiReader.List(ctx, &pods, client.InNamespace(server.Namespace), client.Limit(1),
-		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace},
+		client.HasLabels{embedopsv1.CacheBindingLabel}); err != nil {
 		return "", fmt.Errorf("listing the pods of the server: %w", err)
 	}
 	if len(pods.Items) == 0 {

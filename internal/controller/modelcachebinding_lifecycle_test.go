@@ -160,33 +160,83 @@ func bindingEventReasons(t *testing.T, g Gomega, namespace, name string) []strin
 
 // TestARetiringBindingWaitsForThePodsThatMountItsClaims deletes a server
 // while a pod the server does not know (a user's, no embedops labels)
-// mounts one of its claims and a finished pod mounts the other: the
-// binding deletes the claim only the finished pod names, says which pod it
-// waits for, and deletes the other claim once that pod is gone.
+// mounts one of its claims: the binding deletes the other claim, says
+// which pod it waits for, and deletes the held claim once that pod is gone.
 func TestARetiringBindingWaitsForThePodsThatMountItsClaims(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	key, binding, claims := twoReplicasRetainedForNothing(t, g, namespace)
 	createClaims(t, g, namespace, "tei", claims)
 	debug := createPodMounting(t, g, namespace, "debug", claims[0], corev1.PodRunning)
-	createPodMounting(t, g, namespace, "finished", claims[1], corev1.PodSucceeded)
 
 	g.Expect(env.Client.Delete(t.Context(), getServer(t, g, key))).To(Succeed())
-	waiting := fmt.Sprintf("waiting for pod debug (claim %s) to end first", claims[0])
+	waitForRetiringOn(t, g, namespace, binding.Name, fmt.Sprintf("claim %s is deleted once pod debug is gone", claims[0]))
 	g.Eventually(func(g Gomega) {
-		retiring := getBinding(t, g, namespace, binding.Name)
-		g.Expect(retiring.Status.Phase).To(Equal(embedopsv1.BindingRetiring))
-		g.Expect(conditions.GetMessage(retiring, embedopsv1.ReadyCondition)).To(HaveSuffix(waiting))
-		g.Expect(conditions.GetMessage(retiring, embedopsv1.ReconcilingCondition)).To(HaveSuffix(waiting))
-		g.Expect(claimsGone(t, g, namespace, claims[1:])).To(BeTrue(), "a finished pod holds no claim")
-	}).Should(Succeed())
-	held := &corev1.PersistentVolumeClaim{}
-	g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: claims[0]}, held)).To(Succeed())
-	g.Expect(held.DeletionTimestamp).To(BeNil(), "a claim a running pod mounts is not deleted")
+		g.Expect(claimsGone(t, g, namespace, claims[1:])).To(BeTrue())
+	}).Should(Succeed(), "a claim no pod names is deleted")
+	expectClaimKept(t, g, namespace, claims[0])
+	waiting := getBinding(t, g, namespace, binding.Name).ResourceVersion
+	g.Consistently(func(g Gomega) {
+		g.Expect(getBinding(t, g, namespace, binding.Name).ResourceVersion).To(Equal(waiting))
+	}).Should(Succeed(), "looking again at the same wait writes nothing")
 
 	g.Expect(env.Client.Delete(t.Context(), debug)).To(Succeed())
+	waitForReleased(t, g, namespace, binding.Name, claims)
+}
+
+// TestARetiringSharedBindingDeletesItsPopulateJob retires a Shared binding
+// whose populate Job finished: the Job goes with the retirement, and the
+// claim once the Job's pod, which the garbage collector deletes in a
+// cluster, is gone too.
+func TestARetiringSharedBindingDeletesItsPopulateJob(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace, withPopulator)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "a", fixtures.WithCacheMode(embedopsv1.CacheModeShared), fixtures.WithRetainFor(0)))
+	bindingName := cacheBindingOfJob(t, g, namespace)
+	job := populateJobOf(t, g, namespace, bindingName)
+	completeJob(t, g, job, populated(commitA, digestA))
+	waitForCondition(t, g, key, embedopsv1.ModelReadyCondition, metav1.ConditionTrue, embedopsv1.DownloadedReason)
+	claims := getBinding(t, g, namespace, bindingName).Spec.Resources.PersistentVolumeClaimNames
+	g.Expect(claims).To(HaveLen(1))
+
+	g.Expect(env.Client.Delete(t.Context(), getServer(t, g, key))).To(Succeed())
+	pod := job.Name + "-x"
+	waitForRetiringOn(t, g, namespace, bindingName, fmt.Sprintf("claim %s is deleted once pod %s is gone", claims[0], pod))
+	g.Eventually(isNotFound(t, job, client.ObjectKeyFromObject(job))).Should(BeTrue(), "the populate Job is deleted when its binding retires")
+	expectClaimKept(t, g, namespace, claims[0])
+
+	g.Expect(env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod}})).To(Succeed())
+	waitForReleased(t, g, namespace, bindingName, claims)
+}
+
+// waitForRetiringOn waits until the binding is Retiring and its Ready and
+// Reconciling messages end with wait.
+func waitForRetiringOn(t *testing.T, g *WithT, namespace, name, wait string) {
+	t.Helper()
 	g.Eventually(func(g Gomega) {
-		g.Expect(claimsGone(t, g, namespace, claims[:1])).To(BeTrue())
-		g.Expect(getBinding(t, g, namespace, binding.Name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
+		retiring := getBinding(t, g, namespace, name)
+		g.Expect(retiring.Status.Phase).To(Equal(embedopsv1.BindingRetiring))
+		g.Expect(conditions.GetMessage(retiring, embedopsv1.ReadyCondition)).To(HaveSuffix(wait))
+		g.Expect(conditions.GetMessage(retiring, embedopsv1.ReconcilingCondition)).To(HaveSuffix(wait))
+	}).Should(Succeed())
+}
+
+// expectClaimKept checks that the claim exists and is not being deleted.
+func expectClaimKept(t *testing.T, g *WithT, namespace, name string) {
+	t.Helper()
+	held := &corev1.PersistentVolumeClaim{}
+	g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: name}, held)).To(Succeed())
+	g.Expect(held.DeletionTimestamp).To(BeNil(), "a claim a pod names is not deleted")
+}
+
+// waitForReleased waits until the claims are gone and the binding is
+// Released.
+func waitForReleased(t *testing.T, g *WithT, namespace, name string, claims []string) {
+	t.Helper()
+	g.Eventually(func(g Gomega) {
+		g.Expect(claimsGone(t, g, namespace, claims)).To(BeTrue())
+		g.Expect(getBinding(t, g, namespace, name).Status.Phase).To(Equal(embedopsv1.BindingReleased))
 	}).Should(Succeed())
 }
 

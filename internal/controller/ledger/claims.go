@@ -55,8 +55,8 @@ func (l *Ledger) existingClaims(ctx context.Context, binding *embedopsv1.ModelCa
 }
 
 // releaseClaims deletes the binding's claims that still exist, are the
-// binding's and no pod mounts (claimUsers), and returns how many of those
-// remain and which pods it waits for. Claims are read from the API server,
+// binding's and no pod names (claimUsers), and returns how many of those
+// remain and what their deletion waits for. Claims are read from the API server,
 // not the cache, so the preconditions name the claim as it is. A claim that
 // is not the binding's is reported and left alone.
 func (l *Ledger) releaseClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (int, []string, error) {
@@ -87,7 +87,7 @@ func (l *Ledger) releaseClaims(ctx context.Context, binding *embedopsv1.ModelCac
 			return 0, nil, err
 		}
 		if pod != "" {
-			waits = append(waits, fmt.Sprintf("pod %s (claim %s)", pod, name))
+			waits = append(waits, fmt.Sprintf("claim %s is deleted once pod %s is gone", name, pod))
 			continue
 		}
 		if err := l.deleteClaim(ctx, binding, claim); err != nil {

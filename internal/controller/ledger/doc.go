@@ -30,10 +30,12 @@
 //   - Claims are deleted only by a Retiring binding, only when they are the
 //     binding's (builder.SharedClaim's owner reference or the binding label
 //     of PerReplica claim templates; decision.ClaimOwnership), each with the
-//     UID and resourceVersion it was read at, and only once no pod mounts
-//     them (claimUsers: an uncached list of the namespace's pods, as
-//     kube-controller-manager's pvc-protection does). A claim that is not
-//     the binding's is reported with a Warning event and left alone.
+//     UID and resourceVersion it was read at, and only once no StatefulSet
+//     can create them again and no pod names them (claimUsers: an uncached
+//     list of the namespace's pods, as kube-controller-manager's
+//     pvc-protection makes); the binding's populate Job is deleted first
+//     (stopPopulating). A claim that is not the binding's is reported with
+//     a Warning event and left alone.
 //   - A binding being deleted that nothing references retires at once, so a
 //     namespace or `kubectl delete mcb` is not held for retainFor.
 //   - Drift is reported as a condition and an event; it never deletes data.

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -139,11 +140,15 @@ func (l *Ledger) firstStatus(ctx context.Context, binding *embedopsv1.ModelCache
 	return nil
 }
 
-// release deletes the binding's claims, waits until they are gone and no
-// StatefulSet can create one of them again, then records Released, drops
-// the finalizer and prunes the server's history.
+// release deletes the binding's claims once nothing can use them again:
+// its populate Job goes first (stopPopulating), no StatefulSet may create
+// them again and no pod may name them. Once they are gone it records
+// Released, drops the finalizer and prunes the server's history.
 func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
-	remaining, waits, err := l.releaseClaims(ctx, binding)
+	if err := l.stopPopulating(ctx, binding); err != nil {
+		return ctrl.Result{}, err
+	}
+	remaining, waits, err := l.releasePass(ctx, binding)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -155,12 +160,6 @@ func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBind
 		return withJitter(ctrl.Result{RequeueAfter: podWaitFactor * l.releaseInterval}), nil
 	case remaining > 0:
 		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval}), nil
-	}
-	if user, err := l.statefulSetMakingClaims(ctx, binding); err != nil || user != "" {
-		if user != "" {
-			ctrl.LoggerFrom(ctx).V(1).Info("waiting for a StatefulSet that can still create claims of the binding", "statefulSet", user)
-		}
-		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval}), err
 	}
 	binding.Status.Phase = embedopsv1.BindingReleased
 	binding.Status.ReleasedAt = &metav1.Time{Time: l.now()}
@@ -174,18 +173,31 @@ func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBind
 	return ctrl.Result{}, l.keepRecord(ctx, binding)
 }
 
-// reportWaits names, in a Retiring binding's Ready and Reconciling
-// messages, the pods whose end its claims' deletion waits for, so kubectl
-// shows why a retirement takes long; the status is written only when that
-// changes.
+// releasePass waits for a StatefulSet that can still create one of the
+// binding's claims (a server deleted during its first reconcile may leave
+// one for a moment), and otherwise deletes the claims (releaseClaims). It
+// returns how many claims remain and what the deletion waits for.
+func (l *Ledger) releasePass(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (int, []string, error) {
+	maker, err := l.statefulSetMakingClaims(ctx, binding)
+	if err != nil {
+		return 0, nil, err
+	}
+	if maker != "" {
+		return 0, []string{fmt.Sprintf("the claims are deleted once StatefulSet %s, which can create them, is gone", maker)}, nil
+	}
+	return l.releaseClaims(ctx, binding)
+}
+
+// reportWaits adds what the deletion of a Retiring binding's claims waits
+// for to its Ready and Reconciling messages, so kubectl shows why a
+// retirement takes long; each condition is set once, so the status is
+// written only when that changes.
 func (l *Ledger) reportWaits(ctx context.Context, binding *embedopsv1.ModelCacheBinding, waits []string) error {
 	before := binding.Status.DeepCopy()
-	setReadiness(binding, nil)
-	if len(waits) > 0 {
-		message := conditions.GetMessage(binding, embedopsv1.ReadyCondition) + "; waiting for " + strings.Join(waits, ", ") + " to end first"
-		conditions.MarkFalse(binding, embedopsv1.ReadyCondition, embedopsv1.RetiringReason, "%s", message)
-		conditions.MarkReconciling(binding, embedopsv1.RetiringReason, "%s", message)
-	}
+	ready := decision.BindingReadiness(binding, nil)
+	message := strings.Join(append([]string{ready.Message}, waits...), "; ")
+	conditions.MarkFalse(binding, embedopsv1.ReadyCondition, ready.Reason, "%s", message)
+	conditions.MarkReconciling(binding, embedopsv1.RetiringReason, "%s", message)
 	if equality.Semantic.DeepEqual(before, &binding.Status) {
 		return nil
 	}

@@ -5,13 +5,17 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
 )
 
 // ReportPopulate sets a Shared binding's ModelReady condition to its
@@ -75,4 +79,29 @@ func markPopulated(binding *embedopsv1.ModelCacheBinding, realized *embedopsv1.R
 	}
 	conditions.MarkTrue(binding, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
 		"model commit %s is in the shared cache", realized.ResolvedCommit)
+}
+
+// stopPopulating deletes a Retiring binding's populate Job, read from the
+// cache by its name and controller reference, with its pods: a finished
+// Job's pod still names the Shared claim, and pvc-protection keeps a claim
+// any scheduled pod names (claimUsers), so the Job, kept until the binding
+// record goes, would hold the claim's deletion for good.
+func (l *Ledger) stopPopulating(ctx context.Context, binding *embedopsv1.ModelCacheBinding) error {
+	job := &batchv1.Job{}
+	err := l.client.Get(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: builder.PopulateJobName(binding.Name)}, job)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the populate Job: %w", err)
+	}
+	if !metav1.IsControlledBy(job, binding) || !job.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	err = l.client.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the populate Job %s: %w", job.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("deleted the populate Job of a retiring binding", "binding", binding.Name, "job", job.Name)
+	return nil
 }

@@ -8,11 +8,13 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -41,8 +43,7 @@ func TestSharedCacheIsPopulatedByOneJobBeforeItsServersStart(t *testing.T) {
 	namespace := cluster.Namespace(t)
 	var servers []*embedopsv1.EmbeddingServer
 	for _, name := range []string{"shared-a", "shared-b"} {
-		server := newServer(namespace, name, nil)
-		server.Spec.Cache.Mode = embedopsv1.CacheModeShared
+		server := fixtures.EmbeddingServer(namespace, name, fixtures.WithCacheMode(embedopsv1.CacheModeShared), fixtures.WithRetainFor(0))
 		g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
 		servers = append(servers, server)
 	}
@@ -72,6 +73,29 @@ func TestSharedCacheIsPopulatedByOneJobBeforeItsServersStart(t *testing.T) {
 				"server pods start after the Job succeeded")
 		}
 	}
+	expectReleasedAfterItsServers(t, g, binding, servers)
+}
+
+// expectReleasedAfterItsServers deletes the servers of a binding retained
+// for nothing and waits until it is Released and its claims are gone.
+// kube-controller-manager's pvc-protection keeps a claim while any
+// scheduled pod names it, finished or not: a Shared binding's finished
+// populate pod held its claim Terminating until the binding deleted its Job.
+func expectReleasedAfterItsServers(t *testing.T, g *WithT, binding *embedopsv1.ModelCacheBinding, servers []*embedopsv1.EmbeddingServer) {
+	t.Helper()
+	for _, server := range servers {
+		g.Expect(cluster.Client.Delete(t.Context(), server)).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		released := &embedopsv1.ModelCacheBinding{}
+		g.Expect(cluster.Client.Get(t.Context(), client.ObjectKeyFromObject(binding), released)).To(Succeed())
+		g.Expect(released.Status.Phase).To(Equal(embedopsv1.BindingReleased),
+			"Ready: %s", conditions.GetMessage(released, embedopsv1.ReadyCondition))
+		for _, name := range released.Spec.Resources.PersistentVolumeClaimNames {
+			err := cluster.Client.Get(t.Context(), client.ObjectKey{Namespace: binding.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "claim %s: %v", name, err)
+		}
+	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
 }
 
 // expectModelDownloaded waits for ModelReady=True Downloaded with the

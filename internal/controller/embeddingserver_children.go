@@ -414,13 +414,9 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	if err := r.deleteEntries(ctx, server, entries); err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting children: %w", err)
 	}
-	if inUse, err := r.storagesInUse(ctx, scope); err != nil || len(inUse) > 0 {
-		// The pods' deletions wake the server (it watches its pods).
-		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the pods to go before leaving their bindings", "storage", inUse)
-		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
-	}
 	if pod, err := r.livePodOf(ctx, server); err != nil || pod != "" {
-		ctrl.LoggerFrom(ctx).V(1).Info("waiting for a pod the cache does not show yet before leaving the bindings", "pod", pod)
+		// The pods' deletions wake the server (it watches its pods).
+		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the pods to go before leaving their bindings", "pod", pod)
 		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
 	}
 	if err := r.ledger.Leave(ctx, server, ""); err != nil {
@@ -435,11 +431,11 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 }
 
 // livePodOf names a pod of the server that mounts a cache (it carries
-// embedopsv1.CacheBindingLabel, as storagesInUse reads), read uncached, or "":
-// the last look before a deleted server leaves its bindings, since the
-// informer cache may still lag kube-apiserver restarts (client-go v0.37.2's
-// reflector backs off for up to a minute: tools/cache/reflector.go) and
-// miss a pod that mounts a claim.
+// embedopsv1.CacheBindingLabel), or "". A deleted server leaves its
+// bindings only once it finds none, so it reads uncached: the informer
+// cache may lag kube-apiserver restarts (client-go v0.37.2's reflector
+// backs off for up to a minute: tools/cache/reflector.go) and miss a pod
+// that mounts a claim.
 func (r *EmbeddingServerReconciler) livePodOf(ctx context.Context, server *embedopsv1.EmbeddingServer) (string, error) {
 	var pods corev1.PodList
 	if err := r.apiReader.List(ctx, &pods, client.InNamespace(server.Namespace), client.Limit(1),

@@ -166,7 +166,7 @@ func TestARetiringBindingWaitsForThePodsThatMountItsClaims(t *testing.T) {
 	g, namespace := reconciledNamespace(t)
 	key, binding, claims := twoReplicasRetainedForNothing(t, g, namespace)
 	createClaims(t, g, namespace, "tei", claims)
-	debug := createPodMounting(t, g, namespace, "debug", claims[0], corev1.PodRunning)
+	debug := createPodMounting(t, g, namespace, "debug", claims[0])
 
 	g.Expect(env.Client.Delete(t.Context(), getServer(t, g, key))).To(Succeed())
 	waitForRetiringOn(t, g, namespace, binding.Name, fmt.Sprintf("claim %s is deleted once pod debug is gone", claims[0]))
@@ -240,9 +240,9 @@ func waitForReleased(t *testing.T, g *WithT, namespace, name string, claims []st
 	}).Should(Succeed())
 }
 
-// createPodMounting creates an unscheduled pod that mounts claim, with the
-// phase given in its status.
-func createPodMounting(t *testing.T, g *WithT, namespace, name, claim string, phase corev1.PodPhase) *corev1.Pod {
+// createPodMounting creates an unscheduled pod, Running by its status,
+// that mounts claim.
+func createPodMounting(t *testing.T, g *WithT, namespace, name, claim string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
@@ -254,7 +254,7 @@ func createPodMounting(t *testing.T, g *WithT, namespace, name, claim string, ph
 		},
 	}
 	g.Expect(env.Client.Create(t.Context(), pod)).To(Succeed())
-	pod.Status.Phase = phase
+	pod.Status.Phase = corev1.PodRunning
 	g.Expect(env.Client.Status().Update(t.Context(), pod)).To(Succeed())
 	return pod
 }

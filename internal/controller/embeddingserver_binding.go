@@ -70,7 +70,13 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 	if realized := bound.Binding.Status.Realized; realized != nil {
 		scope.resolvedCommit = realized.ResolvedCommit
 	}
-	return pendingSourceRequeue(server, r.progressInterval), r.reportCacheReady(ctx, server, bound.Binding)
+	result := pendingSourceRequeue(server, r.progressInterval)
+	if bound.ReferenceWait > 0 && (result.RequeueAfter == 0 || bound.ReferenceWait < result.RequeueAfter) {
+		// The pods' scheduling wakes the server once the claims bind; this
+		// is the latest the reference is written.
+		result.RequeueAfter = bound.ReferenceWait
+	}
+	return result, r.reportCacheReady(ctx, server, bound.Binding)
 }
 
 // leaveStaleBindings leaves every binding but the one in use (all of them

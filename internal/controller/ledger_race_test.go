@@ -29,7 +29,8 @@ import (
 // writers meet at the API server, not in a client-side rate limiter. Its
 // reads come from an informer cache with the manager's binding index,
 // wrapped by wrap (nil: unwrapped); the returned client is direct. opts,
-// when given, configure the ledger.
+// when given, configure the ledger; it references at once unless they set
+// a FirstReferenceWait.
 func newTestLedger(t *testing.T, g *WithT, wrap func(client.Client) client.Client, opts ...ledger.Options) (*ledger.Ledger, client.Client) {
 	t.Helper()
 	recorder, err := events.NewRecorder(testr.New(t), "", "test", events.WithScheme(env.Scheme), events.WithLegacyEventRecorder(&record.FakeRecorder{}))
@@ -55,7 +56,13 @@ func newTestLedger(t *testing.T, g *WithT, wrap func(client.Client) client.Clien
 	if wrap != nil {
 		reads = wrap(reads)
 	}
-	return ledger.New(reads, c, recorder, append(opts, ledger.Options{})[0]), c
+	options := append(opts, ledger.Options{})[0]
+	if options.FirstReferenceWait == 0 {
+		// envtest binds no claim: reference at once unless a test asks
+		// for the wait (ledger_firstref_test).
+		options.FirstReferenceWait = -1
+	}
+	return ledger.New(reads, c, recorder, options), c
 }
 
 // liveServer creates a server as a reconciled one is, with the server

@@ -35,6 +35,10 @@ type ModelCacheBindingReconcilerOptions struct {
 	// ReleaseInterval is how often a Retiring binding looks at its claims;
 	// 0 means ledger.DefaultReleaseInterval.
 	ReleaseInterval time.Duration
+	// FirstReferenceWait is how long a new server's first reference of the
+	// binding it created waits for the claims to bind; 0 means
+	// ledger.DefaultFirstReferenceWait, a negative value none.
+	FirstReferenceWait time.Duration
 }
 
 // ModelCacheBindingReconciler runs the binding lifecycle through the

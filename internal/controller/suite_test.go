@@ -82,7 +82,10 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 			MaxConcurrentReconciles: 2,
 			ProgressInterval:        5 * time.Second,
 		},
-		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond},
+		// envtest binds no claim: a new server references its binding at
+		// once, as it does once its claims are Bound (ledger_firstref_test
+		// runs the wait).
+		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond, FirstReferenceWait: -1},
 	}
 	for _, option := range options {
 		option(&opts)

@@ -122,6 +122,16 @@ func Usable(binding *embedopsv1.ModelCacheBinding, d *Decision, uid types.UID) b
 	return IsActive(binding) && !HandingOver(binding) && MatchesDecision(binding, d) && HasReference(binding, uid)
 }
 
+// AwaitsFirstReference reports whether binding is a PerReplica binding
+// that the server with uid created for storage of its own, not taken over
+// (no supersedes), and whose first status nobody wrote yet: its creator may
+// still write its first reference (ledger's firstReferenceWait).
+func AwaitsFirstReference(binding *embedopsv1.ModelCacheBinding, uid types.UID) bool {
+	return binding.Status.Phase == "" && binding.DeletionTimestamp.IsZero() &&
+		binding.Labels[embedopsv1.ServerUIDLabel] == string(uid) &&
+		binding.Spec.Decision.Mode == embedopsv1.CacheModePerReplica && binding.Spec.Supersedes == ""
+}
+
 // HasReference reports whether the binding lists the user with uid.
 func HasReference(binding *embedopsv1.ModelCacheBinding, uid types.UID) bool {
 	return slices.ContainsFunc(binding.Status.RequestReferences, func(ref embedopsv1.RequestReference) bool { return ref.UID == uid })

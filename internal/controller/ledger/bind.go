@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,10 @@ type Bound struct {
 	// ServerGone is true when the server is gone or being deleted: nothing
 	// was referenced, and the reconcile has nothing left to do.
 	ServerGone bool
+	// ReferenceWait is how much longer the server's first reference of the
+	// binding it created waits for the claims to bind (firstReferenceWait);
+	// the server looks again by then at the latest. Zero when referenced.
+	ReferenceWait time.Duration
 }
 
 // BindOption changes how Bind references a binding.
@@ -77,7 +82,8 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 			return Bound{}, fmt.Errorf("reading binding %s: %w", binding.Name, err)
 		}
 	}
-	if err := l.reference(ctx, server, binding, options.serverLive); err != nil {
+	wait, err := l.reference(ctx, server, binding, options.serverLive)
+	if err != nil {
 		if errors.Is(err, errServerGone) {
 			return Bound{ServerGone: true}, nil
 		}
@@ -89,7 +95,7 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 	if err := l.inheritRealized(ctx, binding); err != nil {
 		return Bound{}, err
 	}
-	return Bound{Binding: binding, Created: created}, nil
+	return Bound{Binding: binding, Created: created, ReferenceWait: wait}, nil
 }
 
 // find returns the Active binding of the decision the server may use
@@ -242,16 +248,20 @@ func (l *Ledger) withClusterFacts(ctx context.Context, d *decision.Decision) *de
 // until the unreferenced binding retires. The server is confirmed live
 // first unless serverLive says the caller's copy is. The first reference of
 // a new binding writes its whole first status (firstStatus), which the
-// binding controller leaves to it (awaitsCreator).
-func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, serverLive bool) error {
+// binding controller leaves to it (awaitsCreator); its creator may wait for
+// the claims to bind first (firstReferenceWait), and then returns the wait.
+func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, serverLive bool) (time.Duration, error) {
 	key := leftKey{binding: binding.UID, server: server.UID}
 	_, wasLeft := l.left.Load(key)
 	if decision.HasReference(binding, server.UID) && !wasLeft {
-		return nil
+		return 0, nil
+	}
+	if wait, err := l.firstReferenceWait(ctx, server, binding); err != nil || wait > 0 {
+		return wait, err
 	}
 	if !serverLive {
 		if err := l.confirmLive(ctx, server); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	fresh := wasLeft
@@ -288,10 +298,10 @@ func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServ
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("adding the reference to binding %s: %w", binding.Name, err)
+		return 0, fmt.Errorf("adding the reference to binding %s: %w", binding.Name, err)
 	}
 	l.left.Delete(key)
-	return nil
+	return 0, nil
 }
 
 // addClaims adds the claim names the binding does not list yet, with the

@@ -23,7 +23,10 @@
 //     whole (phase, reference, drift, readiness, observed generation:
 //     firstStatus); the binding controller leaves a binding without a
 //     phase to its creator for CreatorGrace, so the two never conflict over
-//     it and the binding controller's first look writes nothing.
+//     it and the binding controller's first look writes nothing. A server
+//     that created a PerReplica binding for its first storage writes that
+//     reference once the claims are Bound, within FirstReferenceWait
+//     (firstReferenceWait), so the first status is also the Ready one.
 //   - A reference this process removed is not trusted from the cache again:
 //     the next Bind of that server re-reads the binding uncached (a quick
 //     A -> B -> A revert must not leave A in use without its reference).

@@ -46,6 +46,11 @@ type Options struct {
 	// shard's: the ledger never reads one uncached into a write, so it
 	// writes only the bindings of its own shard.
 	Selector labels.Selector
+	// FirstReferenceWait is how long a new server may leave the first
+	// reference of the binding it created unwritten while the binding's
+	// claims bind (firstReferenceWait); 0 means DefaultFirstReferenceWait,
+	// a negative value writes it at once. It is at most CreatorGrace/2.
+	FirstReferenceWait time.Duration
 }
 
 // Ledger writes ModelCacheBindings; see the package documentation for the
@@ -56,6 +61,7 @@ type Ledger struct {
 	events          EventRecorder
 	historyLimit    int
 	releaseInterval time.Duration
+	firstRefWait    time.Duration
 	now             func() time.Time
 	shardKeys       []string
 	selector        labels.Selector
@@ -77,7 +83,7 @@ type Ledger struct {
 // uncached with apiReader where a race needs it.
 func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts Options) *Ledger {
 	l := &Ledger{client: c, apiReader: apiReader, events: recorder, historyLimit: opts.HistoryLimit, releaseInterval: opts.ReleaseInterval, now: opts.Now,
-		shardKeys: opts.ShardKeys, selector: opts.Selector}
+		shardKeys: opts.ShardKeys, selector: opts.Selector, firstRefWait: firstReferenceWaitOf(opts.FirstReferenceWait)}
 	if l.selector == nil {
 		l.selector = labels.Everything()
 	}

@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/ledger"
+	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/test/fixtures"
+	"github.com/embedops/embedops/test/harness"
+)
+
+// A new server leaves the first reference of the PerReplica binding it
+// created unwritten until the binding's claims are Bound, and then writes
+// the binding's first status once, Ready=True; the binding controller then
+// finds nothing to write.
+func TestANewServerReferencesItsBindingOnceItsClaimsAreBound(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	server := liveServer(t, g, env.Client, namespace, "tei")
+	d, err := decision.For(server)
+	g.Expect(err).NotTo(HaveOccurred())
+	l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: ledger.CreatorGrace / 2})
+
+	bound, err := l.Bind(t.Context(), server, d, unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bound.Created).To(BeTrue())
+	g.Expect(bound.ReferenceWait).To(And(BeNumerically(">", 0), BeNumerically("<=", ledger.CreatorGrace/2)))
+	g.Expect(readBinding(t, g, c, bound.Binding).Status).To(Equal(embedopsv1.ModelCacheBindingStatus{}), "no status while the claim is not made")
+
+	claims := bound.Binding.Spec.Resources.PersistentVolumeClaimNames
+	g.Expect(claims).To(HaveLen(1))
+	claim := cacheClaim(namespace, claims[0])
+	g.Expect(c.Create(t.Context(), claim)).To(Succeed())
+	again, err := l.Bind(t.Context(), server, d, unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.ReferenceWait).To(BeNumerically(">", 0), "a Pending claim is waited for")
+	g.Expect(readBinding(t, g, c, bound.Binding).Status.Phase).To(BeEmpty())
+
+	setClaimPhase(t, g, claim, corev1.ClaimBound)
+	g.Eventually(func(g Gomega) {
+		again, err := l.Bind(t.Context(), server, d, unknownSource)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(again.ReferenceWait).To(BeZero())
+	}).Should(Succeed(), "the reference is written once the cache shows the claim Bound")
+	written := readBinding(t, g, c, bound.Binding)
+	g.Expect(written.Status.Phase).To(Equal(embedopsv1.BindingActive))
+	g.Expect(decision.HasReference(written, server.UID)).To(BeTrue())
+	g.Expect(conditions.IsTrue(written, embedopsv1.ReadyCondition)).To(BeTrue(), "the first status is the Ready one")
+	g.Expect(conditions.GetReason(written, embedopsv1.ReadyCondition)).To(Equal(embedopsv1.BoundReason))
+
+	g.Eventually(func(g Gomega) {
+		_, err := l.Advance(t.Context(), readBinding(t, g, c, bound.Binding))
+		g.Expect(err).NotTo(HaveOccurred())
+	}).Should(Succeed())
+	g.Expect(readBinding(t, g, c, bound.Binding).ResourceVersion).To(Equal(written.ResourceVersion), "the binding controller writes nothing more")
+}
+
+// Past the wait, or for a binding whose claim the binding controller makes
+// (Shared), the first reference is written at once, with the claims as
+// they are.
+func TestTheFirstReferenceIsWrittenAtOncePastTheWaitOrForASharedBinding(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		options []fixtures.Option
+		now     func() time.Time
+	}{
+		"past the wait": {now: func() time.Time { return time.Now().Add(ledger.CreatorGrace/2 + time.Second) }},
+		"Shared":        {options: []fixtures.Option{fixtures.WithCacheMode(embedopsv1.CacheModeShared)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := newG(t)
+			namespace := harness.Namespace(t, env.Client)
+			server := liveServer(t, g, env.Client, namespace, "tei", tc.options...)
+			d, err := decision.For(server)
+			g.Expect(err).NotTo(HaveOccurred())
+			l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: ledger.CreatorGrace / 2, Now: tc.now})
+
+			bound, err := l.Bind(t.Context(), server, d, unknownSource)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bound.ReferenceWait).To(BeZero())
+			written := readBinding(t, g, c, bound.Binding)
+			g.Expect(decision.HasReference(written, server.UID)).To(BeTrue())
+			g.Expect(conditions.GetReason(written, embedopsv1.ReadyCondition)).To(Equal(embedopsv1.PendingReason))
+		})
+	}
+}
+
+// cacheClaim is a claim as the StatefulSet controller makes one from a
+// cache claim template, before any provisioner saw it.
+func cacheClaim(namespace, name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
+		},
+	}
+}

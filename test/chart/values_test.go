@@ -112,6 +112,13 @@ func TestValuesLand(t *testing.T) {
 			g.Expect(r.names("ClusterRoleBinding")).To(ConsistOf("embedops-manager-rolebinding"))
 		},
 	}, {
+		name:   "no server finalizer policy (Kubernetes before 1.36): the controller adds the finalizer",
+		values: map[string]any{"serverFinalizerPolicy": map[string]any{"enabled": false}},
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.kinds()).NotTo(ContainElements("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"))
+			g.Expect(r.kinds()).To(ContainElement("Deployment"))
+		},
+	}, {
 		name:   "ports",
 		values: map[string]any{"metrics": map[string]any{"port": 9443}, "health": map[string]any{"port": 8081}},
 		check: func(g Gomega, r rendered) {
@@ -191,7 +198,7 @@ func TestReleaseNamespace(t *testing.T) {
 		switch o.Kind() {
 		case "Namespace":
 			g.Expect(meta["name"]).To(Equal("platform"))
-		case "CustomResourceDefinition", "ClusterRole":
+		case "CustomResourceDefinition", "ClusterRole", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
 			g.Expect(meta).NotTo(HaveKey("namespace"), o.Key())
 		case "ClusterRoleBinding", "RoleBinding":
 			g.Expect(o["subjects"]).To(ConsistOf(HaveKeyWithValue("namespace", "platform")), o.Key())

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 
 // installCRDs installs embedops' CRDs once: no controller runs here, as
 // after an uninstall.
-var installCRDs = sync.OnceValue(func() error { return operator.InstallCRDs(cluster.Config) })
+var installCRDs = sync.OnceValue(func() error { return operator.Install(cluster.Config) })
 
 // leftBehind builds what a controller that is gone leaves: a server and a
 // Shared binding with finalizers, and the binding's claim.

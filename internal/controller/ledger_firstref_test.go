@@ -106,3 +106,62 @@ func cacheClaim(namespace, name string) *corev1.PersistentVolumeClaim {
 		},
 	}
 }
+
+// A binding whose creator still waits for its claims is left to it past
+// CreatorGrace; once the creator is gone, the binding controller takes it as
+// Active, unreferenced and idle. A creator that leaves the binding itself
+// (deleted, or on another decision) writes that status at once.
+func TestABindingAwaitingItsCreatorIsLeftToItWhileTheCreatorExists(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	server := liveServer(t, g, env.Client, namespace, "tei")
+	d, err := decision.For(server)
+	g.Expect(err).NotTo(HaveOccurred())
+	wait := 10 * ledger.CreatorGrace
+	l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait})
+	bound, err := l.Bind(t.Context(), server, d, unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bound.ReferenceWait).To(BeNumerically(">", 0))
+
+	past := func() time.Time { return time.Now().Add(2 * ledger.CreatorGrace) }
+	later, _ := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait, Now: past})
+	result, err := later.Advance(t.Context(), readBinding(t, g, c, bound.Binding))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.RequeueAfter).To(BeNumerically(">=", ledger.CreatorGrace), "it looks again in a grace")
+	g.Expect(readBinding(t, g, c, bound.Binding).Status.Phase).To(BeEmpty(), "left to its creator")
+
+	g.Expect(l.Leave(t.Context(), server, "")).To(Succeed())
+	left := readBinding(t, g, c, bound.Binding)
+	g.Expect(left.Status.Phase).To(Equal(embedopsv1.BindingActive))
+	g.Expect(left.Status.RequestReferences).To(BeEmpty())
+	g.Expect(left.Status.IdleSince).NotTo(BeNil(), "idle from now on, so it retires after retainFor")
+	g.Expect(conditions.GetReason(left, embedopsv1.ReadyCondition)).To(Equal(embedopsv1.PendingReason))
+}
+
+// A creator that is gone without leaving (its finalizer stripped) no longer
+// holds the binding past CreatorGrace.
+func TestABindingAwaitingACreatorThatIsGoneIsTakenAfterTheGrace(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	server := liveServer(t, g, env.Client, namespace, "tei")
+	d, err := decision.For(server)
+	g.Expect(err).NotTo(HaveOccurred())
+	wait := 10 * ledger.CreatorGrace
+	l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait})
+	bound, err := l.Bind(t.Context(), server, d, unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bound.ReferenceWait).To(BeNumerically(">", 0))
+	server.Finalizers = nil
+	g.Expect(c.Update(t.Context(), server)).To(Succeed())
+	g.Expect(c.Delete(t.Context(), server)).To(Succeed())
+
+	later, _ := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait, Now: func() time.Time { return time.Now().Add(2 * ledger.CreatorGrace) }})
+	_, err = later.Advance(t.Context(), readBinding(t, g, c, bound.Binding))
+	g.Expect(err).NotTo(HaveOccurred())
+	taken := readBinding(t, g, c, bound.Binding)
+	g.Expect(taken.Status.Phase).To(Equal(embedopsv1.BindingActive))
+	g.Expect(taken.Status.RequestReferences).To(BeEmpty())
+	g.Expect(taken.Status.IdleSince).NotTo(BeNil())
+}

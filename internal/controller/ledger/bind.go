@@ -406,7 +406,9 @@ func (l *Ledger) usable(ctx context.Context, server *embedopsv1.EmbeddingServer,
 	if !decision.Usable(binding, d, server.UID) || !decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
 		return false, nil
 	}
-	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || decision.HasReference(binding, server.UID) {
+	if binding.Spec.Decision.Mode != embedopsv1.CacheModePerReplica || decision.HasReference(binding, server.UID) ||
+		decision.AwaitsFirstReference(binding, server.UID) {
+		// Its StatefulSet is the server's: it made it for this binding.
 		return true, nil
 	}
 	sts, err := l.statefulSet(ctx, types.NamespacedName{Namespace: server.Namespace, Name: decision.StatefulSetNameFor(binding, server.Name)})

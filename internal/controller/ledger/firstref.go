@@ -2,24 +2,28 @@ package ledger
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
 )
 
-// DefaultFirstReferenceWait is how long a new server leaves the first
+// DefaultFirstReferenceWait bounds how long a new server leaves the first
 // reference of the binding it created unwritten while the binding's claims
-// bind: a provisioner usually binds a new claim within seconds, and the
-// binding's first status, written then, is its Ready=True one.
-const DefaultFirstReferenceWait = 20 * time.Second
+// bind. A provisioner binds a claim within seconds when idle, but a fleet
+// created at once queues behind its workers (the bench's 1,000 servers wait
+// up to two minutes); past the wait the reference is written with the
+// claims Pending, so a claim that never binds still shows on the binding.
+const DefaultFirstReferenceWait = 5 * time.Minute
 
 // firstReferenceWaitOf turns Options.FirstReferenceWait into the wait the
-// ledger uses: the default for 0, none for a negative value, and never more
-// than half of CreatorGrace, so the creator writes its reference well before
-// the binding controller takes the binding for one whose creator died.
+// ledger uses: the default for 0, none for a negative value.
 func firstReferenceWaitOf(wait time.Duration) time.Duration {
 	switch {
 	case wait == 0:
@@ -27,7 +31,7 @@ func firstReferenceWaitOf(wait time.Duration) time.Duration {
 	case wait < 0:
 		return 0
 	}
-	return min(wait, CreatorGrace/2)
+	return wait
 }
 
 // firstReferenceWait is how much longer the server may leave unwritten the
@@ -45,8 +49,11 @@ func firstReferenceWaitOf(wait time.Duration) time.Duration {
 // scheduling wakes it). Meanwhile the binding is held by its creator as
 // any binding without a phase is, and a Shared binding is never left
 // waiting: its claim is made by the binding controller, after the first
-// status. A successor, whose storage is taken over already bound, and a
-// server moving to new storage reference at once as before.
+// status, and the binding controller leaves it to a creator that still
+// exists (awaitsCreator); a creator that leaves it first, deleted or on
+// another decision, writes its first status without a reference
+// (abandonAwaiting). A successor, whose storage is taken over already
+// bound, and a server moving to new storage reference at once as before.
 func (l *Ledger) firstReferenceWait(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) (time.Duration, error) {
 	if l.firstRefWait <= 0 || !decision.AwaitsFirstReference(binding, server.UID) ||
 		(server.Status.CacheBinding != "" && server.Status.CacheBinding != binding.Name) {
@@ -64,4 +71,37 @@ func (l *Ledger) firstReferenceWait(ctx context.Context, server *embedopsv1.Embe
 		return 0, nil
 	}
 	return left, nil
+}
+
+// abandonAwaiting writes the first status of each binding but keep (and
+// those whose storage is inUse, as Leave) that the server created and never
+// referenced (firstReferenceWait), without a reference: Active and idle
+// from now, so it retires after its retainFor as any binding its last
+// server left, without waiting for the binding controller to find its
+// creator gone.
+func (l *Ledger) abandonAwaiting(ctx context.Context, server *embedopsv1.EmbeddingServer, keep string, inUse []string) error {
+	var created embedopsv1.ModelCacheBindingList
+	if err := l.client.List(ctx, &created, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.ServerUIDLabel: string(server.UID)}); err != nil {
+		return fmt.Errorf("listing the bindings the server created: %w", err)
+	}
+	for i := range created.Items {
+		if created.Items[i].Name == keep || !decision.AwaitsFirstReference(&created.Items[i], server.UID) ||
+			slices.Contains(inUse, decision.StorageName(&created.Items[i])) {
+			continue
+		}
+		binding, err := l.latest(ctx, client.ObjectKeyFromObject(&created.Items[i]))
+		if err != nil || binding == nil || !decision.AwaitsFirstReference(binding, server.UID) {
+			return err
+		}
+		binding.Status.Phase = embedopsv1.BindingActive
+		decision.MarkIdle(binding, l.now(), true)
+		if err := l.firstStatus(ctx, binding); err != nil {
+			return err
+		}
+		if err := l.updateStatus(ctx, binding); err != nil {
+			return fmt.Errorf("leaving binding %s before its first reference: %w", binding.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("left binding before its first reference", "binding", binding.Name)
+	}
+	return nil
 }

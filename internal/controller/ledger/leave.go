@@ -17,11 +17,15 @@ import (
 // Leave removes the server's reference from every binding of its namespace
 // but keep ("" for all) and those whose storage (decision.StorageName) is
 // among inUse: storage the server's old pods still mount while a storage
-// change rolls. See referencing for where the bindings are read.
+// change rolls. See referencing for where the bindings are read. A binding
+// the server created and never referenced is left too (abandonAwaiting).
 // The last reference leaving starts the binding's idle window. A binding
 // handing its storage to a successor that holds it is superseded instead
 // (see supersede): it never goes idle, so it never deletes that storage.
 func (l *Ledger) Leave(ctx context.Context, server *embedopsv1.EmbeddingServer, keep string, inUse ...string) error {
+	if err := l.abandonAwaiting(ctx, server, keep, inUse); err != nil {
+		return err
+	}
 	bindings, err := l.referencing(ctx, server, keep)
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ type Options struct {
 	// FirstReferenceWait is how long a new server may leave the first
 	// reference of the binding it created unwritten while the binding's
 	// claims bind (firstReferenceWait); 0 means DefaultFirstReferenceWait,
-	// a negative value writes it at once. It is at most CreatorGrace/2.
+	// a negative value writes it at once.
 	FirstReferenceWait time.Duration
 }
 

@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
@@ -30,14 +32,17 @@ const podWaitFactor = 5
 // left to the server that created it: that server's first reference writes
 // its whole first status (firstStatus), so the binding controller writing
 // one too would only make the two conflict. Past it, the creator is taken to
-// have died in between, and the binding is Active with no reference.
+// have died in between, and the binding is Active with no reference, unless
+// it is a PerReplica creator that still exists and waits for its claims
+// (awaitsCreator).
 const CreatorGrace = 30 * time.Second
 
 // Advance moves the binding, as read, one step along its lifecycle and
 // returns when to look at it again.
 func (l *Ledger) Advance(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
-	if wait := l.awaitsCreator(binding); wait > 0 {
-		return withJitter(ctrl.Result{RequeueAfter: wait}), nil
+	wait, err := l.awaitsCreator(ctx, binding)
+	if err != nil || wait > 0 {
+		return withJitter(ctrl.Result{RequeueAfter: wait}), err
 	}
 	switch binding.Status.Phase {
 	case embedopsv1.BindingRetiring:
@@ -115,12 +120,32 @@ func (l *Ledger) keepActive(ctx context.Context, binding *embedopsv1.ModelCacheB
 }
 
 // awaitsCreator is how much longer a binding that a server created and has
-// not referenced yet is left to it (CreatorGrace); zero for any other.
-func (l *Ledger) awaitsCreator(binding *embedopsv1.ModelCacheBinding) time.Duration {
-	if binding.Status.Phase != "" || binding.Labels[embedopsv1.ServerUIDLabel] == "" || !binding.DeletionTimestamp.IsZero() {
-		return 0
+// not referenced yet is left to it: CreatorGrace, and for a PerReplica
+// binding whose creator still exists and may still wait for its claims
+// (firstReferenceWait) until that wait ends, looking again every
+// CreatorGrace. Zero for any other binding: it is taken as Active.
+func (l *Ledger) awaitsCreator(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (time.Duration, error) {
+	creator := types.UID(binding.Labels[embedopsv1.ServerUIDLabel])
+	if binding.Status.Phase != "" || creator == "" || !binding.DeletionTimestamp.IsZero() {
+		return 0, nil
 	}
-	return max(binding.CreationTimestamp.Add(CreatorGrace).Sub(l.now()), 0)
+	age := l.now().Sub(binding.CreationTimestamp.Time)
+	if age < CreatorGrace {
+		return CreatorGrace - age, nil
+	}
+	left := l.firstRefWait + CreatorGrace - age
+	if left <= 0 || !decision.AwaitsFirstReference(binding, creator) {
+		return 0, nil
+	}
+	namespace, name, ok := strings.Cut(binding.Spec.Identity.SharingDomain, "/")
+	if !ok {
+		return 0, nil
+	}
+	live, err := l.serverInShard(ctx, binding, client.ObjectKey{Namespace: namespace, Name: name}, creator)
+	if err != nil || !live {
+		return 0, err
+	}
+	return min(left, CreatorGrace), nil
 }
 
 // firstStatus completes the first status of a new binding, which its first

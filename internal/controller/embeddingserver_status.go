@@ -237,19 +237,33 @@ func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *s
 	return reconcileErr
 }
 
-// eventReadyTransition emits a Normal event when Ready turns True or changes
-// its True reason. Failures have their Warning events from the stall that
-// reports them: failing pods are progress until spec.progressDeadline, so
-// they are announced when it passes (reconcileProgress), not before.
+// eventReadyTransition emits a Normal event when Ready turns True from a
+// failure or a diagnosed wait (a recovery), or changes its True reason.
+// Failures have their Warning events from the stall that reports them:
+// failing pods are progress until spec.progressDeadline, so they are
+// announced when it passes (reconcileProgress), not before. Ready reached
+// by progress alone (from Initializing or Downloading: a new server, a
+// rollout, a scale-up) is no event, as a Deployment's availability is none:
+// the condition says it, and Flux and Argo CD report it from there. Each
+// event is a stored write (issue 27).
 func (r *EmbeddingServerReconciler) eventReadyTransition(scope *serverScope) {
 	ready := conditions.Get(scope.server, embedopsv1.ReadyCondition)
-	if ready == nil || ready.Status != metav1.ConditionTrue {
-		return
+	if announcesReady(scope.readyBefore, ready) {
+		r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)
 	}
-	if before := scope.readyBefore; before != nil && before.Status == ready.Status && before.Reason == ready.Reason {
-		return
+}
+
+// announcesReady reports whether Ready, once before, now ready, is a
+// recovery or a new True reason: True now, and before True for another
+// reason or False for a reason other than progress.
+func announcesReady(before, ready *metav1.Condition) bool {
+	switch {
+	case ready == nil || ready.Status != metav1.ConditionTrue || before == nil:
+		return false
+	case before.Status == metav1.ConditionTrue:
+		return before.Reason != ready.Reason
 	}
-	r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)
+	return before.Reason != embedopsv1.InitializingReason && before.Reason != embedopsv1.DownloadingReason
 }
 
 // serverPhase derives status.phase from the conditions alone, so the same

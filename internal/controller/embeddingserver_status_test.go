@@ -142,3 +142,31 @@ func TestServiceURLIsTheClusterAddress(t *testing.T) {
 	g.Expect(serviceURL(service, "corp.example")).To(Equal("http://tei.models.svc.corp.example:9000"))
 	g.Expect(serviceURL(nil, DefaultClusterDomain)).To(BeEmpty())
 }
+
+// A Normal Ready event announces a recovery or a new True reason, never a
+// readiness reached by progress alone: each event is a stored write.
+func TestReadyIsAnnouncedOnRecoveryOnly(t *testing.T) {
+	condition := func(status metav1.ConditionStatus, reason string) *metav1.Condition {
+		return &metav1.Condition{Type: embedopsv1.ReadyCondition, Status: status, Reason: reason}
+	}
+	available := condition(metav1.ConditionTrue, embedopsv1.AvailableReason)
+	tests := []struct {
+		name          string
+		before, ready *metav1.Condition
+		want          bool
+	}{
+		{"a new server's first observation", nil, available, false},
+		{"a new server, or a rollout, done", condition(metav1.ConditionFalse, embedopsv1.InitializingReason), available, false},
+		{"a download done", condition(metav1.ConditionFalse, embedopsv1.DownloadingReason), available, false},
+		{"a crash loop recovered", condition(metav1.ConditionFalse, embedopsv1.CrashLoopBackOffReason), available, true},
+		{"a pod scheduled at last", condition(metav1.ConditionFalse, embedopsv1.UnschedulableReason), available, true},
+		{"scaled to zero", available, condition(metav1.ConditionTrue, embedopsv1.ScaledToZeroReason), true},
+		{"still Available", available, available, false},
+		{"not Ready", nil, condition(metav1.ConditionFalse, embedopsv1.InitializingReason), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(announcesReady(tt.before, tt.ready)).To(Equal(tt.want))
+		})
+	}
+}

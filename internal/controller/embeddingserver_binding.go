@@ -74,7 +74,7 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 	if bound.ReferenceWait > 0 && (result.RequeueAfter == 0 || bound.ReferenceWait < result.RequeueAfter) {
 		// The pods' scheduling wakes the server once the claims bind; this
 		// is the latest the reference is written.
-		result.RequeueAfter = bound.ReferenceWait
+		result.RequeueAfter = jitter(bound.ReferenceWait)
 	}
 	return result, r.reportCacheReady(ctx, server, bound.Binding)
 }

@@ -307,9 +307,11 @@ func jobFinishedAt(job *batchv1.Job) time.Time {
 }
 
 // serversOfPopulateJob maps a populate Job to the servers of its namespace
-// that use its binding: those the binding's requestReferences name (a new
-// server has no status.cacheBinding until its children are applied, and it
-// waits for this Job first) and those whose status.cacheBinding names it.
+// that use its binding: those the binding's requestReferences name, the
+// server a PerReplica binding is of (its sharing domain: a new server has
+// no status.cacheBinding until its children are applied, it waits for this
+// Job first, and its reference waits for its claims), and those whose
+// status.cacheBinding names it.
 func (r *EmbeddingServerReconciler) serversOfPopulateJob(ctx context.Context, job client.Object) []reconcile.Request {
 	name := job.GetLabels()[embedopsv1.PopulatesLabel]
 	if name == "" {
@@ -320,6 +322,10 @@ func (r *EmbeddingServerReconciler) serversOfPopulateJob(ctx context.Context, jo
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: job.GetNamespace(), Name: name}, binding); err == nil {
 		for _, ref := range binding.Status.RequestReferences {
 			seen[types.NamespacedName{Namespace: job.GetNamespace(), Name: ref.Name}] = true
+		}
+		if namespace, server, ok := strings.Cut(binding.Spec.Identity.SharingDomain, "/"); ok && namespace == job.GetNamespace() &&
+			binding.Spec.Decision.Mode == embedopsv1.CacheModePerReplica {
+			seen[types.NamespacedName{Namespace: namespace, Name: server}] = true
 		}
 	}
 	var servers embedopsv1.EmbeddingServerList

@@ -11,19 +11,22 @@ import (
 	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/internal/controller/ledger"
 	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
 // A new binding is its creator's until the creator's first reference writes
 // its first status: the binding controller writes nothing to it meanwhile.
-// One whose creator never referenced it (it died in between) is taken over
-// once ledger.CreatorGrace has passed: Active, unreferenced and idle, so it
-// retires after its retainFor like any binding nobody uses.
+// A Shared one, which its creator references at once, whose creator never
+// referenced it (its controller died in between) is taken over once
+// ledger.CreatorGrace has passed: Active, unreferenced and idle, so it
+// retires after its retainFor like any binding nobody uses. (A PerReplica
+// one is left to a creator that exists: ledger_firstref_test.)
 func TestABindingItsCreatorNeverReferencedGoesIdleAfterTheGrace(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
-	server := liveServer(t, g, env.Client, namespace, "tei")
+	server := liveServer(t, g, env.Client, namespace, "tei", fixtures.WithCacheMode(embedopsv1.CacheModeShared))
 	d, err := decision.For(server)
 	g.Expect(err).NotTo(HaveOccurred())
 	binding := builder.Binding(server, d, decision.BindingName(d), embedopsv1.DecisionSource{Method: embedopsv1.SourceUnknown, DecidedAt: metav1.Now()})

@@ -165,3 +165,23 @@ func TestABindingAwaitingACreatorThatIsGoneIsTakenAfterTheGrace(t *testing.T) {
 	g.Expect(taken.Status.RequestReferences).To(BeEmpty())
 	g.Expect(taken.Status.IdleSince).NotTo(BeNil())
 }
+
+// A retainFor edit while the first reference waits takes the storage over,
+// as it does once the server references its binding: the server references
+// the waiting binding at once, and the successor supersedes it.
+func TestARetainForEditDuringTheWaitTakesTheStorageOver(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: ledger.CreatorGrace})
+	server := liveServer(t, g, c, namespace, "tei", fixtures.WithRetainFor(time.Minute))
+	first, err := l.Bind(t.Context(), server, withRetainFor(t, g, server, time.Minute), unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.ReferenceWait).To(BeNumerically(">", 0))
+	server.Status.CacheBinding = first.Binding.Name
+
+	bound, err := l.Bind(t.Context(), server, withRetainFor(t, g, server, 0), unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bound.Binding.Spec.Supersedes).To(Equal(first.Binding.Name), "the successor takes the storage over")
+	g.Expect(decision.StorageName(bound.Binding)).To(Equal(decision.StorageName(first.Binding)))
+}

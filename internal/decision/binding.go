@@ -17,7 +17,9 @@ import (
 const MaxBindingSuffix = 100
 
 // NewBindingGrace is how long a binding that was never referenced is kept
-// from retiring, so its creator can add its reference even with retainFor 0.
+// from retiring, so its creator can add its reference even with retainFor 0
+// (a creator that still exists keeps the binding without a phase until it
+// does: the ledger's awaitsCreator).
 const NewBindingGrace = 30 * time.Second
 
 // BindingNameAt is the n-th name of a decision's binding: the base name for

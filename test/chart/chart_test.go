@@ -126,7 +126,13 @@ func expectSameObjects(t *testing.T, got, want []Object) {
 // failing the test on an error.
 func render(t *testing.T, values map[string]any) []Object {
 	t.Helper()
-	objects, err := renderValues(t, values)
+	return renderFor(t, values, nil)
+}
+
+// renderFor is render for a cluster with apiVersions (Release.APIVersions).
+func renderFor(t *testing.T, values map[string]any, apiVersions []string) []Object {
+	t.Helper()
+	objects, err := renderRelease(t, Release{Name: "embedops", Namespace: namespace, Values: values, APIVersions: apiVersions})
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
@@ -136,11 +142,17 @@ func render(t *testing.T, values map[string]any) []Object {
 // renderValues renders the chart from disk with values.
 func renderValues(t *testing.T, values map[string]any) ([]Object, error) {
 	t.Helper()
+	return renderRelease(t, Release{Name: "embedops", Namespace: namespace, Values: values})
+}
+
+// renderRelease renders the chart from disk as r.
+func renderRelease(t *testing.T, r Release) ([]Object, error) {
+	t.Helper()
 	c, err := Load(diskFS(), chartDir())
 	if err != nil {
 		t.Fatalf("loading the chart: %v", err)
 	}
-	return Render(c, Release{Name: "embedops", Namespace: namespace, Values: values})
+	return Render(c, r)
 }
 
 // diskFS is the repository on disk.

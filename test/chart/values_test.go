@@ -28,7 +28,9 @@ func TestValuesLand(t *testing.T) {
 	tests := []struct {
 		name   string
 		values map[string]any
-		check  func(g Gomega, r rendered)
+		// apiVersions, when not nil, are the cluster's (Release.APIVersions).
+		apiVersions []string
+		check       func(g Gomega, r rendered)
 	}{{
 		name:   "the image, which the populator follows",
 		values: map[string]any{"image": map[string]any{"repository": "registry.example.com/embedops", "tag": "v1.2.3", "pullPolicy": "Always"}},
@@ -119,6 +121,13 @@ func TestValuesLand(t *testing.T) {
 			g.Expect(r.kinds()).To(ContainElement("Deployment"))
 		},
 	}, {
+		name:        "a cluster before Kubernetes 1.36: no policy, the controller adds the finalizer",
+		apiVersions: []string{},
+		check: func(g Gomega, r rendered) {
+			g.Expect(r.kinds()).NotTo(ContainElements("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"))
+			g.Expect(r.kinds()).To(ContainElement("Deployment"))
+		},
+	}, {
 		name:   "ports",
 		values: map[string]any{"metrics": map[string]any{"port": 9443}, "health": map[string]any{"port": 8081}},
 		check: func(g Gomega, r rendered) {
@@ -180,7 +189,7 @@ func TestValuesLand(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(NewWithT(t), rendered(render(t, tt.values)))
+			tt.check(NewWithT(t), rendered(renderFor(t, tt.values, tt.apiVersions)))
 		})
 	}
 }

@@ -72,7 +72,7 @@ func applyAsFlux(t *testing.T, g Gomega, server *embedopsv1.EmbeddingServer) *un
 func finalizerOwners(obj metav1.Object) []string {
 	var owners []string
 	for _, entry := range obj.GetManagedFields() {
-		if entry.FieldsV1 != nil && strings.Contains(string(entry.FieldsV1.Raw), `"f:finalizers"`) {
+		if entry.FieldsV1 != nil && strings.Contains(entry.FieldsV1.GetRawString(), `"f:finalizers"`) {
 			owners = append(owners, entry.Manager+"/"+string(entry.Operation))
 		}
 	}

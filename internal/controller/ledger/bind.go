@@ -28,7 +28,8 @@ type SourceFunc func(ctx context.Context) (embedopsv1.DecisionSource, error)
 
 // Bound is what Bind did.
 type Bound struct {
-	// Binding is the Active binding the server references now; nil when
+	// Binding is the Active binding the server references now, or whose
+	// first reference waits for its claims (ReferenceWait); nil when
 	// ServerGone.
 	Binding *embedopsv1.ModelCacheBinding
 	// Created is true when Bind created Binding.
@@ -82,7 +83,7 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 			return Bound{}, fmt.Errorf("reading binding %s: %w", binding.Name, err)
 		}
 	}
-	wait, err := l.reference(ctx, server, binding, options.serverLive)
+	wait, err := l.reference(ctx, server, binding, options.serverLive, true)
 	if err != nil {
 		if errors.Is(err, errServerGone) {
 			return Bound{ServerGone: true}, nil
@@ -248,16 +249,19 @@ func (l *Ledger) withClusterFacts(ctx context.Context, d *decision.Decision) *de
 // until the unreferenced binding retires. The server is confirmed live
 // first unless serverLive says the caller's copy is. The first reference of
 // a new binding writes its whole first status (firstStatus), which the
-// binding controller leaves to it (awaitsCreator); its creator may wait for
-// the claims to bind first (firstReferenceWait), and then returns the wait.
-func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, serverLive bool) (time.Duration, error) {
+// binding controller leaves to it (awaitsCreator); when mayWait, its
+// creator may wait for the claims to bind first (firstReferenceWait), and
+// then returns the wait.
+func (l *Ledger) reference(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, serverLive, mayWait bool) (time.Duration, error) {
 	key := leftKey{binding: binding.UID, server: server.UID}
 	_, wasLeft := l.left.Load(key)
 	if decision.HasReference(binding, server.UID) && !wasLeft {
 		return 0, nil
 	}
-	if wait, err := l.firstReferenceWait(ctx, server, binding); err != nil || wait > 0 {
-		return wait, err
+	if mayWait {
+		if wait, err := l.firstReferenceWait(ctx, server, binding); err != nil || wait > 0 {
+			return wait, err
+		}
 	}
 	if !serverLive {
 		if err := l.confirmLive(ctx, server); err != nil {

@@ -26,7 +26,10 @@
 //     it and the binding controller's first look writes nothing. A server
 //     that created a PerReplica binding for its first storage writes that
 //     reference once the claims are Bound, within FirstReferenceWait
-//     (firstReferenceWait), so the first status is also the Ready one.
+//     (firstReferenceWait), so the first status is also the Ready one; the
+//     binding controller leaves such a binding to its creator for as long
+//     as the creator exists (awaitsCreator), and a creator that leaves it
+//     first writes its status without a reference (abandonAwaiting).
 //   - A reference this process removed is not trusted from the cache again:
 //     the next Bind of that server re-reads the binding uncached (a quick
 //     A -> B -> A revert must not leave A in use without its reference).

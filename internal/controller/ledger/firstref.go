@@ -46,14 +46,14 @@ func firstReferenceWaitOf(wait time.Duration) time.Duration {
 // status, and nothing writes it again. So the server that created a
 // PerReplica binding for its first storage waits, up to the wait, for the
 // claims its StatefulSet makes to be Bound (read from the cache; its pods'
-// scheduling wakes it). Meanwhile the binding is held by its creator as
-// any binding without a phase is, and a Shared binding is never left
+// scheduling wakes it). Meanwhile the binding controller leaves the binding
+// to its creator for as long as the creator exists, and a creator that
+// leaves it, deleted or on another decision, writes its first status
+// without a reference (abandonAwaiting); a decision that takes its storage
+// over references it first (predecessor). A Shared binding is never left
 // waiting: its claim is made by the binding controller, after the first
-// status, and the binding controller leaves it to a creator that still
-// exists (awaitsCreator); a creator that leaves it first, deleted or on
-// another decision, writes its first status without a reference
-// (abandonAwaiting). A successor, whose storage is taken over already
-// bound, and a server moving to new storage reference at once as before.
+// status. A successor, whose storage is taken over already bound, and a
+// server moving to new storage reference at once as before.
 func (l *Ledger) firstReferenceWait(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) (time.Duration, error) {
 	if l.firstRefWait <= 0 || !decision.AwaitsFirstReference(binding, server.UID) ||
 		(server.Status.CacheBinding != "" && server.Status.CacheBinding != binding.Name) {
@@ -90,8 +90,11 @@ func (l *Ledger) abandonAwaiting(ctx context.Context, server *embedopsv1.Embeddi
 			continue
 		}
 		binding, err := l.latest(ctx, client.ObjectKeyFromObject(&created.Items[i]))
-		if err != nil || binding == nil || !decision.AwaitsFirstReference(binding, server.UID) {
+		if err != nil {
 			return err
+		}
+		if binding == nil || !decision.AwaitsFirstReference(binding, server.UID) {
+			continue
 		}
 		binding.Status.Phase = embedopsv1.BindingActive
 		decision.MarkIdle(binding, l.now(), true)

@@ -33,8 +33,7 @@ const podWaitFactor = 5
 // its whole first status (firstStatus), so the binding controller writing
 // one too would only make the two conflict. Past it, the creator is taken to
 // have died in between, and the binding is Active with no reference, unless
-// it is a PerReplica creator that still exists and waits for its claims
-// (awaitsCreator).
+// it is a PerReplica binding whose creator still exists (awaitsCreator).
 const CreatorGrace = 30 * time.Second
 
 // Advance moves the binding, as read, one step along its lifecycle and
@@ -120,32 +119,28 @@ func (l *Ledger) keepActive(ctx context.Context, binding *embedopsv1.ModelCacheB
 }
 
 // awaitsCreator is how much longer a binding that a server created and has
-// not referenced yet is left to it: CreatorGrace, and for a PerReplica
-// binding whose creator still exists and may still wait for its claims
-// (firstReferenceWait) until that wait ends, looking again every
-// CreatorGrace. Zero for any other binding: it is taken as Active.
+// not referenced yet is left to it: CreatorGrace, and a PerReplica binding
+// (decision.AwaitsFirstReference) for as long as its creator exists,
+// looking again every CreatorGrace; a creator that leaves it writes its
+// status first (abandonAwaiting). Zero for any other binding: it is taken
+// as Active and unreferenced.
 func (l *Ledger) awaitsCreator(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (time.Duration, error) {
 	creator := types.UID(binding.Labels[embedopsv1.ServerUIDLabel])
 	if binding.Status.Phase != "" || creator == "" || !binding.DeletionTimestamp.IsZero() {
 		return 0, nil
 	}
-	age := l.now().Sub(binding.CreationTimestamp.Time)
-	if age < CreatorGrace {
+	if age := l.now().Sub(binding.CreationTimestamp.Time); age < CreatorGrace {
 		return CreatorGrace - age, nil
 	}
-	left := l.firstRefWait + CreatorGrace - age
-	if left <= 0 || !decision.AwaitsFirstReference(binding, creator) {
-		return 0, nil
-	}
 	namespace, name, ok := strings.Cut(binding.Spec.Identity.SharingDomain, "/")
-	if !ok {
+	if !decision.AwaitsFirstReference(binding, creator) || !ok || namespace != binding.Namespace {
 		return 0, nil
 	}
 	live, err := l.serverInShard(ctx, binding, client.ObjectKey{Namespace: namespace, Name: name}, creator)
 	if err != nil || !live {
 		return 0, err
 	}
-	return min(left, CreatorGrace), nil
+	return CreatorGrace, nil
 }
 
 // firstStatus completes the first status of a new binding, which its first

@@ -37,6 +37,14 @@ func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSe
 		if err != nil || binding == nil {
 			return nil, err
 		}
+		if decision.AwaitsFirstReference(binding, server.UID) {
+			// The server's first storage, whose reference waits for its
+			// claims (firstReferenceWait): referenced now, it may be
+			// handed over as any binding the server alone uses.
+			if _, err := l.reference(ctx, server, binding, false, false); err != nil {
+				return nil, err
+			}
+		}
 		successor, err := l.successorOf(ctx, binding)
 		switch {
 		case err != nil:

@@ -104,7 +104,7 @@ func (e *Env) start(ctx context.Context, opts EnvOptions) error {
 	if e.Client, err = unthrottledClient(e.Cluster); err != nil {
 		return err
 	}
-	if err := operator.Install(e.Cluster.Config); err != nil {
+	if err := operator.InstallCRDs(e.Cluster.Config); err != nil {
 		return err
 	}
 	args := slices.Clone(opts.ControllerArgs)

@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 // setUp installs the CRDs and the second StorageClass and builds the
 // controller.
 func setUp(dir string) error {
-	if err := operator.Install(cluster.Config); err != nil {
+	if err := operator.InstallCRDs(cluster.Config); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

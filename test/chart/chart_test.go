@@ -126,13 +126,7 @@ func expectSameObjects(t *testing.T, got, want []Object) {
 // failing the test on an error.
 func render(t *testing.T, values map[string]any) []Object {
 	t.Helper()
-	return renderFor(t, values, nil)
-}
-
-// renderFor is render for a cluster with apiVersions (Release.APIVersions).
-func renderFor(t *testing.T, values map[string]any, apiVersions []string) []Object {
-	t.Helper()
-	objects, err := renderRelease(t, Release{Name: "embedops", Namespace: namespace, Values: values, APIVersions: apiVersions})
+	objects, err := renderValues(t, values)
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
@@ -142,17 +136,11 @@ func renderFor(t *testing.T, values map[string]any, apiVersions []string) []Obje
 // renderValues renders the chart from disk with values.
 func renderValues(t *testing.T, values map[string]any) ([]Object, error) {
 	t.Helper()
-	return renderRelease(t, Release{Name: "embedops", Namespace: namespace, Values: values})
-}
-
-// renderRelease renders the chart from disk as r.
-func renderRelease(t *testing.T, r Release) ([]Object, error) {
-	t.Helper()
 	c, err := Load(diskFS(), chartDir())
 	if err != nil {
 		t.Fatalf("loading the chart: %v", err)
 	}
-	return Render(c, r)
+	return Render(c, Release{Name: "embedops", Namespace: namespace, Values: values})
 }
 
 // diskFS is the repository on disk.

@@ -25,16 +25,7 @@ type Release struct {
 	Name      string
 	Namespace string
 	Values    map[string]any
-	// APIVersions are the cluster's API versions beyond Helm's defaults, as
-	// `helm template --api-versions` takes them; nil means those of the
-	// Kubernetes embedops is tested with (SupportedAPIVersions).
-	APIVersions []string
 }
-
-// SupportedAPIVersions are the API versions the chart asks for that Helm's
-// client-only defaults lack but a Kubernetes 1.36 or later cluster serves,
-// as Helm reads them from the cluster when it installs.
-var SupportedAPIVersions = []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}
 
 // Load reads the chart in dir of fsys as `helm install <dir>` does,
 // leaving out what .helmignore names.
@@ -84,10 +75,6 @@ func Render(c *chart.Chart, r Release) ([]Object, error) {
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.IncludeCRDs = true
 	install.ReleaseName, install.Namespace = r.Name, r.Namespace
-	install.APIVersions = r.APIVersions
-	if install.APIVersions == nil {
-		install.APIVersions = SupportedAPIVersions
-	}
 	values := r.Values
 	if values == nil {
 		values = map[string]any{}

@@ -28,9 +28,7 @@ func TestValuesLand(t *testing.T) {
 	tests := []struct {
 		name   string
 		values map[string]any
-		// apiVersions, when not nil, are the cluster's (Release.APIVersions).
-		apiVersions []string
-		check       func(g Gomega, r rendered)
+		check  func(g Gomega, r rendered)
 	}{{
 		name:   "the image, which the populator follows",
 		values: map[string]any{"image": map[string]any{"repository": "registry.example.com/embedops", "tag": "v1.2.3", "pullPolicy": "Always"}},
@@ -114,20 +112,6 @@ func TestValuesLand(t *testing.T) {
 			g.Expect(r.names("ClusterRoleBinding")).To(ConsistOf("embedops-manager-rolebinding"))
 		},
 	}, {
-		name:   "no server finalizer policy (Kubernetes before 1.36): the controller adds the finalizer",
-		values: map[string]any{"serverFinalizerPolicy": map[string]any{"enabled": false}},
-		check: func(g Gomega, r rendered) {
-			g.Expect(r.kinds()).NotTo(ContainElements("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"))
-			g.Expect(r.kinds()).To(ContainElement("Deployment"))
-		},
-	}, {
-		name:        "a cluster before Kubernetes 1.36: no policy, the controller adds the finalizer",
-		apiVersions: []string{},
-		check: func(g Gomega, r rendered) {
-			g.Expect(r.kinds()).NotTo(ContainElements("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"))
-			g.Expect(r.kinds()).To(ContainElement("Deployment"))
-		},
-	}, {
 		name:   "ports",
 		values: map[string]any{"metrics": map[string]any{"port": 9443}, "health": map[string]any{"port": 8081}},
 		check: func(g Gomega, r rendered) {
@@ -189,7 +173,7 @@ func TestValuesLand(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(NewWithT(t), rendered(renderFor(t, tt.values, tt.apiVersions)))
+			tt.check(NewWithT(t), rendered(render(t, tt.values)))
 		})
 	}
 }
@@ -207,7 +191,7 @@ func TestReleaseNamespace(t *testing.T) {
 		switch o.Kind() {
 		case "Namespace":
 			g.Expect(meta["name"]).To(Equal("platform"))
-		case "CustomResourceDefinition", "ClusterRole", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+		case "CustomResourceDefinition", "ClusterRole":
 			g.Expect(meta).NotTo(HaveKey("namespace"), o.Key())
 		case "ClusterRoleBinding", "RoleBinding":
 			g.Expect(o["subjects"]).To(ConsistOf(HaveKeyWithValue("namespace", "platform")), o.Key())

@@ -139,7 +139,7 @@ func (e *env) clusterDescription() string {
 // installCRDs installs embedops' and Flux's CRDs, the second StorageClass
 // and Flux's namespace.
 func (e *env) installCRDs(ctx context.Context) error {
-	if err := operator.Install(e.config); err != nil {
+	if err := operator.InstallCRDs(e.config); err != nil {
 		return err
 	}
 	if err := harness.InstallFluxCRDs(e.config); err != nil {

@@ -31,7 +31,7 @@ const populatorImage = "embedops:e2e"
 // startController installs the CRDs and runs the manager with metrics and
 // probes off, and the populator on.
 func startController() (func(), error) {
-	if err := operator.Install(cluster.Config); err != nil {
+	if err := operator.InstallCRDs(cluster.Config); err != nil {
 		return nil, err
 	}
 	opts := controller.ManagerOptions{MetricsAddr: "0", HealthAddr: "0"}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -9,10 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,63 +17,6 @@ import (
 	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
-
-// fluxManager applies servers as Flux's kustomize-controller does.
-const fluxManager = "kustomize-controller"
-
-// TestTheServerFinalizerIsWrittenAtAdmission creates a server as Flux
-// applies one: the create itself carries the finalizer, added by
-// config/admission's MutatingAdmissionPolicy, which leaves it owned by no
-// field manager, and never by a patch of the controller. Flux's next apply,
-// which does not name the finalizer, keeps it, and a deletion is not held
-// by it for longer than the controller's cleanup.
-func TestTheServerFinalizerIsWrittenAtAdmission(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	namespace := harness.Namespace(t, cluster.Client)
-	server := fixtures.EmbeddingServer(namespace, "admitted")
-	created := applyAsFlux(t, g, server)
-	g.Expect(created.GetFinalizers()).To(Equal([]string{embedopsv1.ServerFinalizer}), "the create's answer carries the finalizer")
-	g.Expect(finalizerOwners(created)).To(BeEmpty(), "admission's change is nobody's field, so no apply removes it")
-
-	live := expectReady(t, client.ObjectKeyFromObject(server), metav1.ConditionTrue, embedopsv1.AvailableReason)
-	g.Expect(finalizerOwners(live)).To(BeEmpty(), "the controller wrote no finalizer")
-	reapplied := applyAsFlux(t, g, server)
-	g.Expect(reapplied.GetFinalizers()).To(Equal([]string{embedopsv1.ServerFinalizer}), "Flux's next apply keeps it")
-
-	g.Expect(cluster.Client.Delete(t.Context(), live)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(cluster.Client.Get(t.Context(), client.ObjectKeyFromObject(server), &embedopsv1.EmbeddingServer{}))
-	}).WithTimeout(settle).WithPolling(time.Second).Should(BeTrue(), "the controller removes the finalizer")
-}
-
-// applyAsFlux server-side applies server's manifest (no finalizers, no
-// status) as Flux's field manager and returns the API server's answer.
-func applyAsFlux(t *testing.T, g Gomega, server *embedopsv1.EmbeddingServer) *unstructured.Unstructured {
-	t.Helper()
-	manifest, err := runtime.DefaultUnstructuredConverter.ToUnstructured(server)
-	g.Expect(err).NotTo(HaveOccurred())
-	obj := &unstructured.Unstructured{Object: manifest}
-	obj.SetAPIVersion(embedopsv1.GroupVersion.String())
-	obj.SetKind(embedopsv1.EmbeddingServerKind)
-	unstructured.RemoveNestedField(obj.Object, "status")
-	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
-	// The answer is written into obj.
-	g.Expect(cluster.Client.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fluxManager), client.ForceOwnership)).To(Succeed())
-	return obj
-}
-
-// finalizerOwners lists, as manager/operation, the managedFields entries
-// that own metadata.finalizers.
-func finalizerOwners(obj metav1.Object) []string {
-	var owners []string
-	for _, entry := range obj.GetManagedFields() {
-		if entry.FieldsV1 != nil && strings.Contains(entry.FieldsV1.GetRawString(), `"f:finalizers"`) {
-			owners = append(owners, entry.Manager+"/"+string(entry.Operation))
-		}
-	}
-	return owners
-}
 
 // TestANewServersBindingIsReferencedOnceItsClaimIsBound watches the binding
 // of a new server from its creation until the server is Ready: its phase,

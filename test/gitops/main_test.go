@@ -58,7 +58,7 @@ func setUpFlux(c *harness.Cluster, dir string) (func(bool), error) {
 // with metrics and probes off, looking again at waiting servers and
 // retiring bindings every 2s.
 func startController() (func(), error) {
-	if err := operator.Install(cluster.Config); err != nil {
+	if err := operator.InstallCRDs(cluster.Config); err != nil {
 		return nil, err
 	}
 	if err := harness.InstallFluxCRDs(cluster.Config); err != nil {

@@ -251,12 +251,13 @@ func unmountUnder(dir string) error {
 	return err
 }
 
-// shimPIDs lists the containerd shims serving the containerd at socket:
-// containerd-shim-runc-v2 runs with -address <socket>, and outlives
-// containerd.
-func shimPIDs(socket string) []int {
+// shimProcesses lists the containerd shims serving the containerd at
+// socket (containerd-shim-runc-v2 runs with -address <socket>, and outlives
+// containerd) and the sockets they bind, named from their -namespace and
+// -id as shimSockets names a task's: a shim whose task containerd already
+// deleted, killed before it removed its socket, leaves one no task names.
+func shimProcesses(socket string) (pids []int, sockets []string) {
 	entries, _ := os.ReadDir("/proc")
-	var pids []int
 	for _, entry := range entries {
 		pid, err := strconv.Atoi(entry.Name())
 		if err != nil {
@@ -267,27 +268,45 @@ func shimPIDs(socket string) []int {
 			continue
 		}
 		args := strings.Split(string(cmdline), "\x00")
-		if i := slices.Index(args, "-address"); i >= 0 && i+1 < len(args) && args[i+1] == socket {
-			pids = append(pids, pid)
+		if flagValue(args, "-address") != socket {
+			continue
+		}
+		pids = append(pids, pid)
+		if namespace, id := flagValue(args, "-namespace"), flagValue(args, "-id"); namespace != "" && id != "" {
+			sockets = append(sockets, shimSocket(socket, namespace, id))
 		}
 	}
-	return pids
+	return pids, sockets
+}
+
+// flagValue is the value after flag in args, empty when there is none.
+func flagValue(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
 }
 
 // shimSockets are the sockets containerd 1.6's shims bind for the tasks
-// under state: /run/containerd/s/<sha256 of socket/namespace/id>
-// (runtime/v2/shim/util_unix.go SocketAddress).
+// under state (shimSocket).
 func shimSockets(state, socket string) []string {
 	var sockets []string
 	namespaces, _ := os.ReadDir(filepath.Join(state, "io.containerd.runtime.v2.task"))
 	for _, ns := range namespaces {
 		tasks, _ := os.ReadDir(filepath.Join(state, "io.containerd.runtime.v2.task", ns.Name()))
 		for _, task := range tasks {
-			sum := sha256.Sum256([]byte(filepath.Join(socket, ns.Name(), task.Name())))
-			sockets = append(sockets, filepath.Join(shimSocketDir, fmt.Sprintf("%x", sum)))
+			sockets = append(sockets, shimSocket(socket, ns.Name(), task.Name()))
 		}
 	}
 	return sockets
+}
+
+// shimSocket is the socket a shim of the containerd at socket binds for
+// the task id in namespace: /run/containerd/s/<sha256 of socket/namespace/id>
+// (containerd 1.6 runtime/v2/shim/util_unix.go SocketAddress).
+func shimSocket(socket, namespace, id string) string {
+	sum := sha256.Sum256([]byte(filepath.Join(socket, namespace, id)))
+	return filepath.Join(shimSocketDir, fmt.Sprintf("%x", sum))
 }
 
 // killAll sends SIGKILL to pids and waits for them to go.

@@ -81,8 +81,9 @@ func (n *Node) stop() error {
 	if n.host != nil {
 		errs = append(errs, n.host.Cgroup.kill())
 		socket := containerdSocket(n.files.containerdDir)
-		sockets = shimSockets(filepath.Join(n.files.containerdDir, "state"), socket)
-		errs = append(errs, killAll(shimPIDs(socket)))
+		pids, shimBound := shimProcesses(socket)
+		sockets = append(shimSockets(filepath.Join(n.files.containerdDir, "state"), socket), shimBound...)
+		errs = append(errs, killAll(pids))
 	}
 	errs = append(errs, stopProcesses(rest))
 	if n.forwarder != nil {
@@ -183,8 +184,9 @@ func sweepNode(name string) error {
 	containerd := filepath.Join(dir, "containerd")
 	socket := containerdSocket(containerd)
 	errs := []error{host.Cgroup.kill()}
-	sockets := shimSockets(filepath.Join(containerd, "state"), socket)
-	errs = append(errs, killAll(shimPIDs(socket)))
+	pids, shimBound := shimProcesses(socket)
+	sockets := append(shimSockets(filepath.Join(containerd, "state"), socket), shimBound...)
+	errs = append(errs, killAll(pids))
 	return errors.Join(append(errs, teardownNode(dir, network, host, sockets))...)
 }
 

@@ -16,7 +16,8 @@ func (n *Node) MemoryUsage() map[string]uint64 {
 	for _, p := range n.processes {
 		usage[p.Name] = residentBytes(p.PID())
 	}
-	for _, pid := range shimPIDs(containerdSocket(n.files.containerdDir)) {
+	pids, _ := shimProcesses(containerdSocket(n.files.containerdDir))
+	for _, pid := range pids {
 		usage["shims"] += residentBytes(pid)
 	}
 	data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", n.host.Cgroup.Path, "memory.usage_in_bytes"))

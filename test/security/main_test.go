@@ -56,7 +56,7 @@ func setUpController(_ *harness.Cluster, dir string) (func(bool), error) {
 // startController installs the CRDs, builds the controller into dir and
 // runs it against the cluster.
 func startController(dir string) (*harness.ControllerProcess, error) {
-	if err := operator.Install(cluster.Config); err != nil {
+	if err := operator.InstallCRDs(cluster.Config); err != nil {
 		return nil, err
 	}
 	binary, err := harness.BuildController(dir)

@@ -34,8 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 // installCRDs installs embedops' CRDs once: no controller runs here, as
-// after an uninstall, which removes config/admission's policy with the
-// controller.
+// after an uninstall.
 var installCRDs = sync.OnceValue(func() error { return operator.InstallCRDs(cluster.Config) })
 
 // leftBehind builds what a controller that is gone leaves: a server and a

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/controller/ledger"
@@ -24,16 +25,10 @@ import (
 func TestANewServerReferencesItsBindingOnceItsClaimsAreBound(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	server := liveServer(t, g, env.Client, namespace, "tei")
+	server, l, c, bound := awaitingBinding(t, g, ledger.CreatorGrace/2)
+	namespace := server.Namespace
 	d, err := decision.For(server)
 	g.Expect(err).NotTo(HaveOccurred())
-	l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: ledger.CreatorGrace / 2})
-
-	bound, err := l.Bind(t.Context(), server, d, unknownSource)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(bound.Created).To(BeTrue())
-	g.Expect(bound.ReferenceWait).To(And(BeNumerically(">", 0), BeNumerically("<=", ledger.CreatorGrace/2)))
 	g.Expect(readBinding(t, g, c, bound.Binding).Status).To(Equal(embedopsv1.ModelCacheBindingStatus{}), "no status while the claim is not made")
 
 	claims := bound.Binding.Spec.Resources.PersistentVolumeClaimNames
@@ -114,15 +109,8 @@ func cacheClaim(namespace, name string) *corev1.PersistentVolumeClaim {
 func TestABindingAwaitingItsCreatorIsLeftToItWhileTheCreatorExists(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	server := liveServer(t, g, env.Client, namespace, "tei")
-	d, err := decision.For(server)
-	g.Expect(err).NotTo(HaveOccurred())
 	wait := 10 * ledger.CreatorGrace
-	l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait})
-	bound, err := l.Bind(t.Context(), server, d, unknownSource)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(bound.ReferenceWait).To(BeNumerically(">", 0))
+	server, l, c, bound := awaitingBinding(t, g, wait)
 
 	past := func() time.Time { return time.Now().Add(2 * ledger.CreatorGrace) }
 	later, _ := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait, Now: past})
@@ -144,21 +132,14 @@ func TestABindingAwaitingItsCreatorIsLeftToItWhileTheCreatorExists(t *testing.T)
 func TestABindingAwaitingACreatorThatIsGoneIsTakenAfterTheGrace(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
-	namespace := harness.Namespace(t, env.Client)
-	server := liveServer(t, g, env.Client, namespace, "tei")
-	d, err := decision.For(server)
-	g.Expect(err).NotTo(HaveOccurred())
 	wait := 10 * ledger.CreatorGrace
-	l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait})
-	bound, err := l.Bind(t.Context(), server, d, unknownSource)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(bound.ReferenceWait).To(BeNumerically(">", 0))
+	server, _, c, bound := awaitingBinding(t, g, wait)
 	server.Finalizers = nil
 	g.Expect(c.Update(t.Context(), server)).To(Succeed())
 	g.Expect(c.Delete(t.Context(), server)).To(Succeed())
 
 	later, _ := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait, Now: func() time.Time { return time.Now().Add(2 * ledger.CreatorGrace) }})
-	_, err = later.Advance(t.Context(), readBinding(t, g, c, bound.Binding))
+	_, err := later.Advance(t.Context(), readBinding(t, g, c, bound.Binding))
 	g.Expect(err).NotTo(HaveOccurred())
 	taken := readBinding(t, g, c, bound.Binding)
 	g.Expect(taken.Status.Phase).To(Equal(embedopsv1.BindingActive))
@@ -184,4 +165,19 @@ func TestARetainForEditDuringTheWaitTakesTheStorageOver(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bound.Binding.Spec.Supersedes).To(Equal(first.Binding.Name), "the successor takes the storage over")
 	g.Expect(decision.StorageName(bound.Binding)).To(Equal(decision.StorageName(first.Binding)))
+}
+
+// awaitingBinding creates a live server and binds it with a ledger whose
+// first references wait up to wait: the new binding waits for its claims.
+func awaitingBinding(t *testing.T, g *WithT, wait time.Duration) (*embedopsv1.EmbeddingServer, *ledger.Ledger, client.Client, ledger.Bound) {
+	t.Helper()
+	server := liveServer(t, g, env.Client, harness.Namespace(t, env.Client), "tei")
+	d, err := decision.For(server)
+	g.Expect(err).NotTo(HaveOccurred())
+	l, c := newTestLedger(t, g, nil, ledger.Options{FirstReferenceWait: wait})
+	bound, err := l.Bind(t.Context(), server, d, unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bound.Created).To(BeTrue())
+	g.Expect(bound.ReferenceWait).To(And(BeNumerically(">", 0), BeNumerically("<=", wait)))
+	return server, l, c, bound
 }

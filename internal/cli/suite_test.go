@@ -77,6 +77,9 @@ func startCluster() error {
 		return err
 	}
 	opts := controller.ManagerOptions{MetricsAddr: "0", HealthAddr: "0"}
+	// envtest binds no claim: a new server references its binding at once,
+	// as it does once its claims are Bound.
+	opts.ModelCacheBinding.FirstReferenceWait = -1
 	mgr, err := controller.NewManager(env.Config, opts)
 	if err == nil {
 		err = controller.SetupReconcilers(ctx, mgr, opts)

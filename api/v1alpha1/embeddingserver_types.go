@@ -611,7 +611,14 @@ type EmbeddingServer struct {
 
 	// Spec is the desired state.
 	Spec EmbeddingServerSpec `json:"spec"`
-	// Status is the observed state.
+	// Kstatus (cli-utils pkg/kstatus/status, checkGeneration) reads a
+	// server without status as Current and one whose observedGeneration is
+	// not its generation as InProgress; Flux's own kinds default it to -1
+	// for that (source-controller api/v1 GitRepository), and so does this.
+
+	// Status is the observed state; observedGeneration is -1 until the
+	// controller first writes it.
+	// +kubebuilder:default={"observedGeneration":-1}
 	// +optional
 	Status EmbeddingServerStatus `json:"status,omitempty"`
 }
@@ -624,6 +631,13 @@ func (in *EmbeddingServer) GetConditions() []metav1.Condition {
 // SetConditions replaces the status conditions.
 func (in *EmbeddingServer) SetConditions(conditions []metav1.Condition) {
 	in.Status.Conditions = conditions
+}
+
+// StatusWritten reports whether the controller ever wrote the status: a
+// condition or an observed generation (unwritten, it reads the CRD's
+// default observedGeneration -1).
+func (in *EmbeddingServer) StatusWritten() bool {
+	return len(in.Status.Conditions) > 0 || in.Status.ObservedGeneration > 0
 }
 
 // GetReplicas returns the desired replicas, 1 when unset.

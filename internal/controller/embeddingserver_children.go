@@ -157,7 +157,7 @@ func ownerLabels() *ssa.ResourceManager {
 func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	unchanged, behind, err := r.childrenUnchanged(ctx, server, namedChildren(server))
-	if behind > 0 && server.Generation == server.Status.ObservedGeneration {
+	if behind > 0 && server.Generation == r.verified.appliedGeneration(server.UID) {
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the cache to show the children just created")
 		scope.halted = true
 		return ctrl.Result{RequeueAfter: behind}, nil

@@ -222,19 +222,31 @@ func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *s
 	if !deleting {
 		r.eventReadyTransition(scope)
 	}
+	if left := r.firstStatusLeft(scope, reconcileErr); left > 0 && !deleting {
+		ctrl.LoggerFrom(ctx).V(1).Info("leaving the first status unwritten while the pods start", "for", left.String())
+		scope.firstStatusLeft = left
+		r.recordStatusMetrics(ctx, server)
+		return nil
+	}
 
 	patchErr := patcher.Patch(ctx, server, patchOptions{observedGeneration: !deleting && (reconcileErr == nil || terminal)})
 	if deleting {
 		// Without the finalizer the server may be gone before its status.
 		patchErr = kerrors.FilterOut(patchErr, apierrors.IsNotFound)
 	}
-	r.metrics.RecordReadiness(ctx, server)
-	r.metrics.RecordReconciling(ctx, server)
-	r.metrics.RecordStalled(ctx, server)
+	r.recordStatusMetrics(ctx, server)
 	if patchErr != nil {
 		return errors.Join(reconcileErr, fmt.Errorf("patching the status: %w", patchErr))
 	}
 	return reconcileErr
+}
+
+// recordStatusMetrics exports the server's Ready, Reconciling and Stalled
+// conditions as Flux's controllers do.
+func (r *EmbeddingServerReconciler) recordStatusMetrics(ctx context.Context, server *embedopsv1.EmbeddingServer) {
+	r.metrics.RecordReadiness(ctx, server)
+	r.metrics.RecordReconciling(ctx, server)
+	r.metrics.RecordStalled(ctx, server)
 }
 
 // eventReadyTransition emits a Normal event when Ready turns True from a

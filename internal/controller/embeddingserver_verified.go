@@ -45,6 +45,8 @@ type verifiedState struct {
 	// than checking every child uncached.
 	created   map[string]bool
 	appliedAt time.Time
+	// generation is the server's generation that apply handled.
+	generation int64
 }
 
 // createdCacheWait is how long a reconcile waits for the cache to show the
@@ -57,6 +59,16 @@ const createdCacheWait = 10 * time.Second
 // forget drops what is remembered of a server.
 func (v *verifiedChildren) forget(server types.UID) {
 	v.states.Delete(server)
+}
+
+// appliedGeneration is the server generation the last remembered apply
+// handled, 0 when none is remembered.
+func (v *verifiedChildren) appliedGeneration(server types.UID) int64 {
+	value, ok := v.states.Load(server)
+	if !ok {
+		return 0
+	}
+	return value.(verifiedState).generation
 }
 
 // childrenUnchanged reports whether every child the server's spec names
@@ -153,7 +165,7 @@ func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *se
 	for id := range scope.created {
 		created[id] = true
 	}
-	r.verified.states.Store(server.UID, verifiedState{desired: desired, cached: digests, created: created, appliedAt: time.Now()})
+	r.verified.states.Store(server.UID, verifiedState{desired: desired, cached: digests, created: created, appliedAt: time.Now(), generation: server.Generation})
 	return nil
 }
 

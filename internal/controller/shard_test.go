@@ -100,7 +100,7 @@ func TestShardReconcilesOnlyItsServers(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		server := getServer(t, g, orphan)
 		g.Expect(server.Finalizers).To(BeEmpty())
-		g.Expect(server.Status.ObservedGeneration).To(BeZero())
+		g.Expect(server.StatusWritten()).To(BeFalse())
 		g.Expect(env.Client.Get(t.Context(), orphan, &appsv1.StatefulSet{})).NotTo(Succeed())
 	}).Should(Succeed())
 

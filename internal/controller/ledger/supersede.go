@@ -28,7 +28,10 @@ const predecessorWait = 30 * time.Second
 // retainFor alone and the server may hand it over (decision.Supersedable).
 // nil means the new binding gets storage of its own.
 func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision) (*embedopsv1.ModelCacheBinding, error) {
-	name := server.Status.CacheBinding
+	name, err := l.bindingInUse(ctx, server)
+	if err != nil {
+		return nil, err
+	}
 	for range decision.MaxBindingSuffix {
 		if name == "" {
 			return nil, nil
@@ -253,4 +256,31 @@ func (l *Ledger) read(ctx context.Context, key types.NamespacedName) (*embedopsv
 		return nil, nil
 	}
 	return binding, nil
+}
+
+// bindingInUse names the binding the server's children use:
+// status.cacheBinding, or, while the status names none (a new server's
+// first status waits for Ready), the one Active binding the server created
+// and references or is to reference first, read from the cache. Empty when
+// there is none, or more than one.
+func (l *Ledger) bindingInUse(ctx context.Context, server *embedopsv1.EmbeddingServer) (string, error) {
+	if server.Status.CacheBinding != "" {
+		return server.Status.CacheBinding, nil
+	}
+	var created embedopsv1.ModelCacheBindingList
+	if err := l.client.List(ctx, &created, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.ServerUIDLabel: string(server.UID)}); err != nil {
+		return "", fmt.Errorf("listing the bindings the server created: %w", err)
+	}
+	var names []string
+	for i := range created.Items {
+		binding := &created.Items[i]
+		if decision.AwaitsFirstReference(binding, server.UID) ||
+			binding.Status.Phase == embedopsv1.BindingActive && decision.HasReference(binding, server.UID) {
+			names = append(names, binding.Name)
+		}
+	}
+	if len(names) != 1 {
+		return "", nil
+	}
+	return names[0], nil
 }

@@ -18,12 +18,12 @@ import (
 
 func main() {
 	var (
-		opts          controller.ManagerOptions
-		clientOptions runtimeclient.Options
-		logOptions    logger.Options
-		endpointCheck string
-		proberLabels  string
-		firstStatus   time.Duration
+		opts            controller.ManagerOptions
+		clientOptions   runtimeclient.Options
+		logOptions      logger.Options
+		endpointCheck   string
+		proberLabels    string
+		firstStatusWait time.Duration
 	)
 	flag.StringVar(&opts.MetricsAddr, "metrics-addr", ":8443", "The address the metrics endpoint binds to; 0 disables it.")
 	flag.BoolVar(&opts.MetricsSecure, "metrics-secure", true,
@@ -35,7 +35,7 @@ func main() {
 	flag.IntVar(&opts.EmbeddingServer.MaxConcurrentReconciles, "concurrent", 4, "The number of EmbeddingServers reconciled at once.")
 	flag.DurationVar(&opts.EmbeddingServer.ProgressInterval, "progress-interval", controller.DefaultProgressInterval,
 		"How often a server whose pods are not ready is checked again when no event arrives.")
-	flag.DurationVar(&firstStatus, "first-status-wait", controller.DefaultFirstStatusWait,
+	flag.DurationVar(&firstStatusWait, "first-status-wait", controller.DefaultFirstStatusWait,
 		"How long a new server's status may stay unwritten while it only reports progress (observedGeneration -1 reads as in progress); 0 writes every observation.")
 	flag.StringVar(&endpointCheck, "endpoint-check", controller.EndpointCheckAuto,
 		"Whether ready pods are asked for TEI's /info through their Service: auto (on when running in a cluster), on or off.")
@@ -66,8 +66,8 @@ func main() {
 	flag.Parse()
 
 	ctrl.SetLogger(logger.NewLogger(logOptions))
-	opts.EmbeddingServer.FirstStatusWait = firstStatus
-	if firstStatus <= 0 {
+	opts.EmbeddingServer.FirstStatusWait = firstStatusWait
+	if firstStatusWait <= 0 {
 		opts.EmbeddingServer.FirstStatusWait = -1 // the option's "none"; its 0 is the default
 	}
 	var err error

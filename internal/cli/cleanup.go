@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/embedops/embedops/internal/controller"
+	"github.com/embedops/embedops/internal/cleanup"
 )
 
 // cleanupOptions are the flags of `embedops cleanup`.
@@ -32,7 +32,7 @@ func newCleanupCommand() *cobra.Command {
 		},
 	}
 	opts.kube.bind(cmd)
-	cmd.Flags().StringVar(&opts.leaseNamespace, "controller-namespace", controller.DefaultControllerNamespace, "namespace of the controller's leader lease")
+	cmd.Flags().StringVar(&opts.leaseNamespace, "controller-namespace", cleanup.DefaultControllerNamespace, "namespace of the controller's leader lease")
 	cmd.Flags().BoolVar(&opts.force, "force", false, "clean up even while a controller holds the leader lease")
 	return cmd
 }
@@ -44,7 +44,7 @@ func runCleanup(ctx context.Context, out io.Writer, opts cleanupOptions) error {
 	if err != nil {
 		return err
 	}
-	report, err := controller.Cleanup(ctx, c, controller.CleanupOptions{
+	report, err := cleanup.Run(ctx, c, cleanup.Options{
 		Namespace: namespace, LeaseNamespace: opts.leaseNamespace, Force: opts.force,
 	})
 	for _, name := range report.BindingsDeleted {

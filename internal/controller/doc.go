@@ -1,5 +1,18 @@
-// Package controller holds embedops' reconcilers. It is the only package that
-// writes to the API server.
+// Package controller runs the EmbeddingServer reconciler, and registers it
+// with the ModelCacheBinding reconciler (package binding) and their shared
+// ledger on a manager (SetupReconcilers, Run). Its rooms:
+//   - this package: the server reconcile, phase by phase (reconciler.go lists
+//     them), the children it applies and the status it writes;
+//   - ledger: every write to a ModelCacheBinding and its claims;
+//   - binding: the binding lifecycle's reconciler, which calls the ledger;
+//   - endpoint: the /info client of the endpoint check;
+//   - diagnose: why pods are not ready, read from their status;
+//   - watch: what the process caches and watches (shards, leases);
+//   - metrics: the collectors the controller serves;
+//   - writes: the resourceVersions of this process's own writes.
+//
+// Only this package, the ledger and internal/cleanup (the uninstall step)
+// write to the API server.
 //
 // Invariants of the EmbeddingServer reconciler:
 //   - Status is written once per reconcile, in one deferred merge patch
@@ -61,7 +74,7 @@
 //     Secrets), and a token Secret is read by name, uncached, only to check
 //     that its key exists.
 //   - status.phase is a pure function of the conditions (serverPhase).
-//   - With the endpoint check on (ResolveEndpointCheck), an Available
+//   - With the endpoint check on (endpoint.ResolveCheck), an Available
 //     server's Service must answer TEI's /info, else Ready=False
 //     EndpointUnavailable and a requeue; status.served keeps the last
 //     answer then, and is cleared only when the check is off or the server
@@ -126,7 +139,7 @@
 //
 // Sharding follows Flux's: with --watch-label-selector the controller lists
 // and watches only the servers and bindings the selector matches
-// (CacheOptions), a binding carries its server's shard labels (ShardKeys),
+// (watch.CacheOptions), a binding carries its server's shard labels (ShardKeys),
 // and the ledger writes no binding the selector does not match, however it
 // was read. A binding whose server moved to another shard drops the
 // server's reference in the binding's own shard.

@@ -17,12 +17,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/binding"
 	"github.com/embedops/embedops/internal/controller/ledger"
+	"github.com/embedops/embedops/internal/controller/metrics"
+	"github.com/embedops/embedops/internal/controller/watch"
 )
-
-// LeaderElectionID names the lease the controller replicas compete for;
-// each shard's replicas compete for a lease of their own (ShardLeaderElectionID).
-const LeaderElectionID = "embedops-controller-leader"
 
 // ManagerOptions configure the controller manager.
 type ManagerOptions struct {
@@ -48,7 +47,7 @@ type ManagerOptions struct {
 	// EmbeddingServer configures the EmbeddingServer reconciler.
 	EmbeddingServer EmbeddingServerReconcilerOptions
 	// ModelCacheBinding configures the ModelCacheBinding reconciler.
-	ModelCacheBinding ModelCacheBindingReconcilerOptions
+	ModelCacheBinding binding.Options
 	// Watch holds Flux's --watch-label-selector: a shard's controller
 	// reconciles only the servers and bindings it selects.
 	Watch runtimectrl.WatchOptions
@@ -66,27 +65,27 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // NewManager returns a manager with health probes, metrics and leader
-// election, whose cache is shaped by CacheOptions and whose client never
-// reads Secrets from the cache (ClientOptions). It runs no reconciler yet:
+// election, whose cache is shaped by watch.CacheOptions and whose client never
+// reads Secrets from the cache (watch.ClientOptions). It runs no reconciler yet:
 // see SetupReconcilers.
 func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
 	}
-	watch, err := WatchSelector(opts.Watch)
+	selector, err := watch.Selector(opts.Watch)
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         CacheOptions(watch),
-		Client:                        ClientOptions(),
+		Cache:                         watch.CacheOptions(selector),
+		Client:                        watch.ClientOptions(),
 		Metrics:                       MetricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection.Enable,
-		LeaderElectionID:              ShardLeaderElectionID(opts.Watch),
+		LeaderElectionID:              watch.ShardLeaderElectionID(opts.Watch),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: opts.LeaderElection.ReleaseOnCancel,
 		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
@@ -97,7 +96,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	probes.SetupChecks(mgr, ctrl.Log.WithName("probes"))
-	state.use(mgr.GetCache())
+	metrics.UseReader(mgr.GetCache())
 	return mgr, nil
 }
 
@@ -133,21 +132,18 @@ func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.ModelCacheBinding{}, ledger.ReferenceIndex, ledger.ReferencedServers); err != nil {
 		return fmt.Errorf("indexing bindings by referenced server: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &embedopsv1.ModelCacheBinding{}, storageIndex, storageNames); err != nil {
-		return fmt.Errorf("indexing bindings by storage: %w", err)
-	}
-	watch, err := WatchSelector(opts.Watch)
+	selector, err := watch.Selector(opts.Watch)
 	if err != nil {
 		return err
 	}
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, ledger.Options{
 		HistoryLimit: opts.ModelCacheBinding.HistoryLimit, ReleaseInterval: opts.ModelCacheBinding.ReleaseInterval,
-		ShardKeys: ShardKeys(watch), Selector: watch, FirstReferenceWait: opts.ModelCacheBinding.FirstReferenceWait,
+		ShardKeys: watch.ShardKeys(selector), Selector: selector, FirstReferenceWait: opts.ModelCacheBinding.FirstReferenceWait,
 	})
 	if err := (&EmbeddingServerReconciler{}).SetupWithManager(ctx, mgr, recorder, l, opts.EmbeddingServer); err != nil {
 		return fmt.Errorf("setting up the EmbeddingServer reconciler: %w", err)
 	}
-	if err := (&ModelCacheBindingReconciler{shardKeys: ShardKeys(watch)}).SetupWithManager(mgr, l); err != nil {
+	if err := (&binding.Reconciler{ShardKeys: watch.ShardKeys(selector)}).SetupWithManager(ctx, mgr, l); err != nil {
 		return fmt.Errorf("setting up the ModelCacheBinding reconciler: %w", err)
 	}
 	return nil

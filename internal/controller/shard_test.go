@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/watch"
 	"github.com/embedops/embedops/internal/decision"
 	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
@@ -230,22 +231,22 @@ func TestWatchSelectorShapesTheShard(t *testing.T) {
 		lease    string
 		servers  bool // servers and bindings get a selector of their own
 	}{
-		{name: "unsharded", selector: "", keys: []string{embedopsv1.ShardLabel}, lease: LeaderElectionID},
+		{name: "unsharded", selector: "", keys: []string{embedopsv1.ShardLabel}, lease: watch.LeaderElectionID},
 		{name: "shard", selector: shard1Selector, keys: []string{embedopsv1.ShardLabel},
-			lease: leaderelection.GenerateID(LeaderElectionID, shard1Selector), servers: true},
+			lease: leaderelection.GenerateID(watch.LeaderElectionID, shard1Selector), servers: true},
 		{name: "default controller", selector: defaultSelector, keys: []string{embedopsv1.ShardLabel},
-			lease: leaderelection.GenerateID(LeaderElectionID, defaultSelector), servers: true},
+			lease: leaderelection.GenerateID(watch.LeaderElectionID, defaultSelector), servers: true},
 		{name: "more keys", selector: shard1Selector + ",team=search", keys: []string{embedopsv1.ShardLabel, "team"},
-			lease: leaderelection.GenerateID(LeaderElectionID, shard1Selector+",team=search"), servers: true},
+			lease: leaderelection.GenerateID(watch.LeaderElectionID, shard1Selector+",team=search"), servers: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			opts := runtimectrl.WatchOptions{LabelSelector: tc.selector}
-			selector, err := WatchSelector(opts)
+			selector, err := watch.Selector(opts)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(ShardKeys(selector)).To(Equal(tc.keys))
-			g.Expect(ShardLeaderElectionID(opts)).To(Equal(tc.lease))
-			byObject := CacheOptions(selector).ByObject
+			g.Expect(watch.ShardKeys(selector)).To(Equal(tc.keys))
+			g.Expect(watch.ShardLeaderElectionID(opts)).To(Equal(tc.lease))
+			byObject := watch.CacheOptions(selector).ByObject
 			for _, obj := range []client.Object{&embedopsv1.EmbeddingServer{}, &embedopsv1.ModelCacheBinding{}} {
 				found := false
 				for key, options := range byObject {
@@ -258,6 +259,6 @@ func TestWatchSelectorShapesTheShard(t *testing.T) {
 			}
 		})
 	}
-	_, err := WatchSelector(runtimectrl.WatchOptions{LabelSelector: "a=b=c"})
+	_, err := watch.Selector(runtimectrl.WatchOptions{LabelSelector: "a=b=c"})
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("--watch-label-selector")))
 }

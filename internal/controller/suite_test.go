@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/embedops/embedops/internal/controller/binding"
+	"github.com/embedops/embedops/internal/controller/watch"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -88,21 +90,21 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 		// envtest binds no claim: a new server references its binding at
 		// once, as it does once its claims are Bound (ledger_firstref_test
 		// runs the wait).
-		ModelCacheBinding: ModelCacheBindingReconcilerOptions{ReleaseInterval: 100 * time.Millisecond, FirstReferenceWait: -1},
+		ModelCacheBinding: binding.Options{ReleaseInterval: 100 * time.Millisecond, FirstReferenceWait: -1},
 	}
 	for _, option := range options {
 		option(&opts)
 	}
-	watch, err := WatchSelector(opts.Watch)
+	selector, err := watch.Selector(opts.Watch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cacheOptions := CacheOptions(watch)
+	cacheOptions := watch.CacheOptions(selector)
 	cacheOptions.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Cache:   cacheOptions,
-		Client:  ClientOptions(),
+		Client:  watch.ClientOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Every test runs its own manager in this process.
 		Controller: config.Controller{SkipNameValidation: new(true)},

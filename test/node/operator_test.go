@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/embedops/embedops/internal/controller"
+	"github.com/embedops/embedops/internal/controller/watch"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -61,7 +61,7 @@ func TestOperatorRunsAsInstalled(t *testing.T) {
 	g.Expect(pod.Spec.Containers[0].Image).To(Equal(installedControllerImage))
 
 	lease := &coordinationv1.Lease{}
-	g.Expect(node.Client.Get(ctx, client.ObjectKey{Namespace: harness.OperatorNamespace, Name: controller.LeaderElectionID}, lease)).To(Succeed())
+	g.Expect(node.Client.Get(ctx, client.ObjectKey{Namespace: harness.OperatorNamespace, Name: watch.LeaderElectionID}, lease)).To(Succeed())
 	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 	g.Expect(*lease.Spec.HolderIdentity).To(HavePrefix(pod.Name), "the lease's holder is the controller pod")
 

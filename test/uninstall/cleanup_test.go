@@ -20,8 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/cleanup"
 	"github.com/embedops/embedops/internal/cli"
-	"github.com/embedops/embedops/internal/controller"
+	"github.com/embedops/embedops/internal/controller/watch"
 	"github.com/embedops/embedops/internal/decision"
 	"github.com/embedops/embedops/test/harness"
 	"github.com/embedops/embedops/test/operator"
@@ -99,17 +100,17 @@ func TestCleanupLeavesNoBindingAndNoStuckNamespace(t *testing.T) {
 	namespace := cluster.Namespace(t)
 	leaseNamespace := cluster.Namespace(t)
 	leftBehind(t, g, namespace)
-	holdLease(t, g, leaseNamespace, controller.LeaderElectionID)
+	holdLease(t, g, leaseNamespace, watch.LeaderElectionID)
 
 	out, err := runCleanup("-n", namespace, "--controller-namespace", leaseNamespace)
-	g.Expect(err).To(MatchError(controller.ErrControllerRunning), out)
+	g.Expect(err).To(MatchError(cleanup.ErrControllerRunning), out)
 	g.Expect(bindings(t, g, namespace)).To(HaveLen(1), "a refused cleanup changes nothing")
 
 	// A shard's controller (README "Sharding") holds a lease of its own.
 	shardLeases := cluster.Namespace(t)
-	holdLease(t, g, shardLeases, controller.ShardLeaderElectionID(runtimectrl.WatchOptions{LabelSelector: "sharding.fluxcd.io/key=shard1"}))
+	holdLease(t, g, shardLeases, watch.ShardLeaderElectionID(runtimectrl.WatchOptions{LabelSelector: "sharding.fluxcd.io/key=shard1"}))
 	out, err = runCleanup("-n", namespace, "--controller-namespace", shardLeases)
-	g.Expect(err).To(MatchError(controller.ErrControllerRunning), out)
+	g.Expect(err).To(MatchError(cleanup.ErrControllerRunning), out)
 	g.Expect(bindings(t, g, namespace)).To(HaveLen(1), "a refused cleanup changes nothing")
 
 	out, err = runCleanup("-n", namespace, "--controller-namespace", leaseNamespace, "--force")

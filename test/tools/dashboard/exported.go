@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	embedopscontroller "github.com/embedops/embedops/internal/controller"
+	embedopsmetrics "github.com/embedops/embedops/internal/controller/metrics"
 )
 
 // metricType is the type of an exported metric family.
@@ -62,7 +62,7 @@ func ControllerMetrics(ctx context.Context) (Exported, error) {
 	exported := Exported{}
 	descs := make(chan *prometheus.Desc, 64)
 	go func() {
-		for _, collector := range embedopscontroller.Collectors() {
+		for _, collector := range embedopsmetrics.Collectors() {
 			collector.Describe(descs)
 		}
 		close(descs)

@@ -1,0 +1,200 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/ledger"
+	"github.com/embedops/embedops/internal/decision"
+	"github.com/embedops/embedops/internal/provenance"
+)
+
+// reconcileBinding has the ledger find or create the binding of the server's
+// cache decision and reference it; leaveStaleBindings leaves the others once
+// the children no longer use them. Mode None has no binding. It sets the
+// cache the children are built with.
+func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	server := scope.server
+	d, err := decision.For(server)
+	if err != nil {
+		if errors.Is(err, decision.ErrInvalidSpec) {
+			return ctrl.Result{}, r.refuseSpec(scope, err)
+		}
+		return ctrl.Result{}, err
+	}
+	if d == nil {
+		conditions.Delete(server, embedopsv1.CacheReadyCondition)
+		return ctrl.Result{}, nil
+	}
+	// Provenance is resolved only when a binding is created (its source is
+	// immutable); a problem with it is reported, never a reason to wait.
+	var resolution provenance.Resolution
+	var bindOptions []ledger.BindOption
+	if scope.readLive {
+		bindOptions = append(bindOptions, ledger.ServerReadLive())
+	}
+	if scope.absent[statefulSetRef(server).ID] {
+		bindOptions = append(bindOptions, ledger.StatefulSetAbsent())
+	}
+	bound, err := r.ledger.Bind(ctx, server, d, func(ctx context.Context) (embedopsv1.DecisionSource, error) {
+		var err error
+		resolution, err = r.provenance.Resolve(ctx, server)
+		return resolution.Source, err
+	}, bindOptions...)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case bound.ServerGone:
+		ctrl.LoggerFrom(ctx).Info("not referencing a binding: the server is gone or being deleted")
+		scope.halted = true
+		return ctrl.Result{}, nil
+	case bound.Created:
+		r.reportSource(server, bound.Binding.Name, resolution)
+	case !conditions.Has(server, embedopsv1.SourceResolvedCondition):
+		r.reportRecordedSource(server, bound.Binding)
+	case conditions.GetReason(server, embedopsv1.SourceResolvedCondition) == embedopsv1.SourcePendingReason:
+		r.recheckPendingSource(ctx, scope, bound.Binding)
+	}
+	scope.cache = cacheOf(d, bound.Binding, r.populatorImage)
+	scope.binding = bound.Binding
+	if realized := bound.Binding.Status.Realized; realized != nil {
+		scope.resolvedCommit = realized.ResolvedCommit
+	}
+	result := pendingSourceRequeue(server, r.progressInterval)
+	if bound.ReferenceWait > 0 && (result.RequeueAfter == 0 || bound.ReferenceWait < result.RequeueAfter) {
+		// The pods' scheduling wakes the server once the claims bind; this
+		// is the latest the reference is written.
+		result.RequeueAfter = jitter(bound.ReferenceWait)
+	}
+	return result, r.reportCacheReady(ctx, server, bound.Binding)
+}
+
+// leaveStaleBindings leaves every binding but the one in use (all of them
+// for mode None) once the children are applied and pruned, and none whose
+// storage an old StatefulSet or a pod of the server still mounts
+// (storagesInUse), so a binding is never released while a StatefulSet
+// still names its claims or a pod mounts them. From then on
+// status.cacheBinding names the binding in use: the pods mount it.
+func (r *EmbeddingServerReconciler) leaveStaleBindings(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	keep := ""
+	if scope.binding != nil {
+		keep = scope.binding.Name
+	}
+	scope.server.Status.CacheBinding = keep
+	inUse, err := r.storagesInUse(ctx, scope)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.ledger.Leave(ctx, scope.server, keep, inUse...)
+}
+
+// reportCacheReady sets CacheReady from the binding's phase and its claims,
+// read from the cache, which holds the labelled claims only; claims still
+// carrying GitOps tracking labels lose them first (untrackClaims).
+func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
+	var claims corev1.PersistentVolumeClaimList
+	if err := r.client.List(ctx, &claims, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		return err
+	}
+	byName := make(map[string]*corev1.PersistentVolumeClaim, len(claims.Items))
+	for i := range claims.Items {
+		byName[claims.Items[i].Name] = &claims.Items[i]
+	}
+	if err := r.untrackClaims(ctx, binding, byName); err != nil {
+		return err
+	}
+	refused := r.ledger.ExpandClaims(ctx, binding, byName)
+	ready := decision.CacheReadiness(binding, byName)
+	if refused > 0 {
+		ready.Message += fmt.Sprintf(" (%d refused: see the binding's %s events)", refused, embedopsv1.ClaimExpansionFailedReason)
+	}
+	if ready.Status == metav1.ConditionTrue {
+		conditions.MarkTrue(server, embedopsv1.CacheReadyCondition, ready.Reason, "%s", ready.Message)
+	} else {
+		conditions.MarkFalse(server, embedopsv1.CacheReadyCondition, ready.Reason, "%s", ready.Message)
+	}
+	return nil
+}
+
+// reportSource sets SourceResolved from the resolution the new binding
+// recorded, with the revision it was recorded at in its message, and a
+// Warning event per change of reason when the source is not known. A known
+// source has no event of the server's own: the binding's Created event
+// names it, and the condition keeps it. Provenance never stalls a server.
+func (r *EmbeddingServerReconciler) reportSource(server *embedopsv1.EmbeddingServer, binding string, res provenance.Resolution) {
+	source := res.Source
+	if res.Disagreement != "" {
+		r.events.Eventf(server, nil, corev1.EventTypeWarning, embedopsv1.DeclaredRevisionIgnoredReason, "RecordDecision",
+			"cache decision %s: %s", binding, res.Disagreement)
+	}
+	if res.Reason == "" {
+		conditions.MarkTrue(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceResolvedReason,
+			"cache decision %s recorded at %s (%s)", binding, source.Revision, source.Method)
+		return
+	}
+	changed := conditions.GetReason(server, embedopsv1.SourceResolvedCondition) != res.Reason
+	conditions.MarkFalse(server, embedopsv1.SourceResolvedCondition, res.Reason,
+		"cache decision %s recorded with method %s: %s", binding, source.Method, res.Message)
+	if changed {
+		r.events.Eventf(server, nil, corev1.EventTypeWarning, res.Reason, "RecordDecision",
+			"recorded cache decision %s with method %s: %s", binding, source.Method, res.Message)
+	}
+}
+
+// reportRecordedSource sets SourceResolved, without an event, for a server
+// that uses a binding another server created: from the source the binding
+// records.
+func (r *EmbeddingServerReconciler) reportRecordedSource(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) {
+	source := binding.Spec.Source
+	if source.Method == embedopsv1.SourceUnknown {
+		conditions.MarkFalse(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceUnknownReason,
+			"binding %s records its cache decision with no known source", binding.Name)
+		return
+	}
+	conditions.MarkTrue(server, embedopsv1.SourceResolvedCondition, embedopsv1.SourceResolvedReason,
+		"cache decision %s recorded at %s (%s)", binding.Name, source.Revision, source.Method)
+}
+
+// jitter adds up to a tenth to a requeue, so servers changed together do
+// not come back together.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+// recheckPendingSource asks again where the server came from while its
+// SourceResolved says SourcePending: the GitOps tool was still applying it
+// when the binding was recorded. Once the tool lists the server (Flux's
+// inventory) the condition turns True from the binding's record, which
+// stays as it is: a binding's source is immutable, and the commit being
+// applied was recorded then. A failing lookup leaves the condition as it
+// is; provenance never holds a server.
+func (r *EmbeddingServerReconciler) recheckPendingSource(ctx context.Context, scope *serverScope, binding *embedopsv1.ModelCacheBinding) {
+	res, err := r.provenance.Resolve(ctx, scope.server)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("rechecking the pending source", "error", err.Error())
+		return
+	}
+	if res.Reason == embedopsv1.SourcePendingReason {
+		return
+	}
+	r.reportRecordedSource(scope.server, binding)
+}
+
+// pendingSourceRequeue comes back after interval while the source is
+// pending: nothing the controller watches changes when the tool catches up.
+func pendingSourceRequeue(server *embedopsv1.EmbeddingServer, interval time.Duration) ctrl.Result {
+	if conditions.GetReason(server, embedopsv1.SourceResolvedCondition) != embedopsv1.SourcePendingReason {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: jitter(interval)}
+}

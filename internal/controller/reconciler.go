@@ -1,0 +1,409 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/fluxcd/pkg/runtime/predicates"
+	"github.com/fluxcd/pkg/ssa"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/controller/diagnose"
+	"github.com/embedops/embedops/internal/controller/endpoint"
+	"github.com/embedops/embedops/internal/controller/ledger"
+	"github.com/embedops/embedops/internal/controller/metrics"
+	"github.com/embedops/embedops/internal/controller/writes"
+	"github.com/embedops/embedops/internal/provenance"
+)
+
+// DefaultProgressInterval is how often a server whose pods are not ready yet
+// is looked at again when no watch event arrives first.
+const DefaultProgressInterval = 30 * time.Second
+
+// DefaultEndpointInterval is how often an Available server's /info is asked
+// again when the endpoint check is on.
+const DefaultEndpointInterval = time.Minute
+
+// DefaultClusterDomain is the cluster's DNS domain when none is configured,
+// kubelet's and kubeadm's default.
+const DefaultClusterDomain = "cluster.local"
+
+// EmbeddingServerReconcilerOptions configure the EmbeddingServer reconciler.
+type EmbeddingServerReconcilerOptions struct {
+	// MaxConcurrentReconciles is how many servers are reconciled at once;
+	// 0 means one.
+	MaxConcurrentReconciles int
+	// RateLimiter spaces the retries of failed reconciles; nil means
+	// controller-runtime's default.
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// ProgressInterval is how long to wait before looking again at a server
+	// whose pods are not ready; 0 means DefaultProgressInterval.
+	ProgressInterval time.Duration
+	// EndpointCheck asks the pods of an Available server for TEI's /info
+	// through its Service; off where the controller cannot reach Services
+	// (see endpoint.ResolveCheck).
+	EndpointCheck bool
+	// EndpointClient asks /info; nil means endpoint.NewClient(nil).
+	EndpointClient endpoint.Client
+	// EndpointInterval is how long to wait before asking an Available
+	// server's /info again; 0 means DefaultEndpointInterval.
+	EndpointInterval time.Duration
+	// PopulatorImage runs `embedops populate` as an init container of
+	// PerReplica pods, which then start TEI offline; it should be the
+	// controller's own image. Empty means TEI downloads the model itself and
+	// ModelReady is not reported.
+	PopulatorImage string
+	// ArgoCDNamespace is Argo CD's own namespace, where Applications named
+	// without one live; empty means provenance.DefaultArgoCDNamespace.
+	ArgoCDNamespace string
+	// ClusterDomain is the cluster's DNS domain, the suffix of status.url;
+	// empty means DefaultClusterDomain.
+	ClusterDomain string
+	// EndpointProber selects the controller's own pods, which a server's
+	// NetworkPolicy admits to the HTTP port while the endpoint check is on
+	// (see endpoint.Prober); nil admits none.
+	EndpointProber *networkingv1.NetworkPolicyPeer
+	// PopulateDeadline bounds each populate Job (activeDeadlineSeconds);
+	// 0 means none.
+	PopulateDeadline time.Duration
+	// FirstStatusWait is how long a new server's status may stay unwritten
+	// while its pods start, so its first status is its Ready one
+	// (firstStatusLeft); 0 means DefaultFirstStatusWait, negative no wait.
+	FirstStatusWait time.Duration
+	// Now is the clock spec.progressDeadline and the populate retry are
+	// measured with; nil means time.Now.
+	Now func() time.Time
+}
+
+// EmbeddingServerReconciler runs TEI servers: it applies each
+// EmbeddingServer's StatefulSet and Services and reports their state. Its
+// zero value is set up by SetupWithManager.
+type EmbeddingServerReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	events    events.Recorder
+	metrics   fluxcontroller.Metrics
+	resources *ssa.ResourceManager
+	ledger    *ledger.Ledger
+	rollouts  rollouts
+	verified  verifiedChildren
+	writes    writes.Versions
+	// servers reads and patches servers, never from a cache behind writes.
+	servers          recordingWriter
+	provenance       *provenance.Resolver
+	progressInterval time.Duration
+	endpointCheck    bool
+	endpoint         endpoint.Client
+	endpointInterval time.Duration
+	populatorImage   string
+	clusterDomain    string
+	prober           *networkingv1.NetworkPolicyPeer
+	populateDeadline time.Duration
+	primaryFamily    primaryFamily
+	firstStatusWait  time.Duration
+	now              func() time.Time
+}
+
+// serverScope is what the phases of one reconcile share.
+type serverScope struct {
+	// server is the object being reconciled; phases change its status.
+	server *embedopsv1.EmbeddingServer
+	// readyBefore and phaseBefore are the fetched Ready condition and phase,
+	// so events mark transitions only.
+	readyBefore *metav1.Condition
+	phaseBefore embedopsv1.ServerPhase
+	// inventoryBefore is the fetched inventory, the base of pruning.
+	inventoryBefore *embedopsv1.ResourceInventory
+	// resolvedCommit is the model commit the binding in use recorded, empty
+	// when unknown; set by reconcileBinding.
+	resolvedCommit string
+	// children are the desired children, built by buildChildren.
+	children []*unstructured.Unstructured
+	// service is the desired client Service, the source of status.url.
+	service *corev1.Service
+	// statefulSet is the StatefulSet as reconcileReadiness read it, nil
+	// when it does not exist; its replica counts are the server's progress.
+	statefulSet *appsv1.StatefulSet
+	// statefulSetName names the StatefulSet of the desired pod template;
+	// set by buildChildren (see statefulSetNameFor).
+	statefulSetName string
+	// statefulSets are the StatefulSets the server controls, as the cache
+	// showed them to buildChildren.
+	statefulSets []appsv1.StatefulSet
+	// rollout is the storage change in progress, nil when only the desired
+	// StatefulSet exists; set by applyChildren.
+	rollout *storageRollout
+	// facts are what the children depend on beyond the spec; set by
+	// factsOf.
+	facts *builder.Facts
+	// cache is the model cache of the binding in use, nil for mode None;
+	// set by reconcileBinding.
+	cache *builder.Cache
+	// binding is the binding in use, nil for mode None; set by
+	// reconcileBinding.
+	binding *embedopsv1.ModelCacheBinding
+	// halted stops the remaining phases: a phase is waiting, and said on
+	// what in the conditions.
+	halted bool
+	// childrenVerified: the cache shows every child as the last unchanged
+	// apply found it (checkOwnership); the ownership check moved to apply.
+	childrenVerified bool
+	// liveVersions are the children's resourceVersions by inventory ID as
+	// the uncached ownership check read them; nil when it was skipped.
+	liveVersions map[string]string
+	// absent are the inventory IDs of the children the uncached ownership
+	// check found free: they are created by a direct apply (createChildren).
+	absent map[string]bool
+	// created are the children createChildren applied, as the API server
+	// answered, by inventory ID.
+	created map[string]*unstructured.Unstructured
+	// stalled: a phase is waiting for a human (Stalled is set) and polls,
+	// since what it waits on is not watched.
+	stalled bool
+	// patcher writes the server: the finalizer at once, the status at the
+	// end of the reconcile.
+	patcher *serverPatcher
+	// readLive: server is the API server's answer to a write of this
+	// reconcile (the finalizer), as live as an uncached read.
+	readLive bool
+	// unwritten: the controller never wrote the server's status
+	// (StatusWritten), as the reconcile read it.
+	unwritten bool
+	// firstStatusLeft is how long the status this reconcile computed stays
+	// unwritten (firstStatusLeft); the reconcile looks again by then.
+	firstStatusLeft time.Duration
+	// claimsWait is a pod that cannot be scheduled until its claims bind,
+	// set by reconcileDiagnostics: Ready stays Initializing, and the
+	// progress deadline applies to it (reconcileProgress).
+	claimsWait *diagnose.Diagnosis
+}
+
+// phase is one step of a reconcile. It changes the scope's server status and
+// returns an error to stop the reconcile, or a requeue to wait.
+type phase struct {
+	name string
+	run  func(context.Context, *serverScope) (ctrl.Result, error)
+}
+
+// SetupWithManager wires the reconciler into mgr: clients, the shared event
+// recorder and ledger, metrics and the watches.
+func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
+	r.client, r.apiReader, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), recorder, l
+	r.servers = recordingWriter{Client: r.client, apiReader: r.apiReader, writes: &r.writes, answers: &sync.Map{}}
+	servers, err := mgr.GetCache().GetInformer(ctx, &embedopsv1.EmbeddingServer{})
+	if err != nil {
+		return err
+	}
+	if _, err := servers.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { r.servers.forgetCaughtUp(obj) },
+		DeleteFunc: r.servers.forgetCaughtUp,
+	}); err != nil {
+		return err
+	}
+	r.metrics = fluxcontroller.NewMetrics(mgr, metrics.Readiness, embedopsv1.ServerFinalizer)
+	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
+	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader(), ArgoCDNamespace: opts.ArgoCDNamespace}
+	r.now = opts.Now
+	r.firstStatusWait = firstStatusWaitOf(opts.FirstStatusWait)
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.progressInterval = opts.ProgressInterval
+	if r.progressInterval <= 0 {
+		r.progressInterval = DefaultProgressInterval
+	}
+	r.endpointCheck, r.endpoint = opts.EndpointCheck, opts.EndpointClient
+	if r.endpoint == nil {
+		r.endpoint = endpoint.NewClient(nil)
+	}
+	r.endpointInterval = opts.EndpointInterval
+	r.populatorImage = opts.PopulatorImage
+	r.prober, r.populateDeadline = opts.EndpointProber, opts.PopulateDeadline
+	domain, err := clusterDomain(opts.ClusterDomain)
+	if err != nil {
+		return err
+	}
+	r.clusterDomain = domain
+	if r.endpointInterval <= 0 {
+		r.endpointInterval = DefaultEndpointInterval
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&embedopsv1.EmbeddingServer{}, ctrlbuilder.WithPredicates(
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serverOfPod)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.serversOfPopulateJob)).
+		Watches(&embedopsv1.ModelCacheBinding{}, handler.EnqueueRequestsFromMapFunc(serversOfBinding),
+			ctrlbuilder.WithPredicates(bindingReadyChanged())).
+		WithOptions(ctrlcontroller.Options{
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			RateLimiter:             opts.RateLimiter,
+		}).
+		Complete(r)
+}
+
+// Reconcile applies one EmbeddingServer's children and reports their state.
+func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := time.Now()
+	server, err := r.readServer(ctx, req.NamespacedName)
+	if server == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	defer r.metrics.RecordDuration(ctx, server, start)
+	r.metrics.RecordSuspend(ctx, server, server.Spec.Suspend)
+
+	// A suspended server is left alone, status included, until it is deleted.
+	if server.Spec.Suspend && server.DeletionTimestamp.IsZero() {
+		ctrl.LoggerFrom(ctx).V(1).Info("reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+
+	scope := newServerScope(server)
+	patcher := newServerPatcher(server, r.servers)
+	scope.patcher = patcher
+	defer func() {
+		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
+		result = sooner(result, scope.firstStatusLeft)
+	}()
+
+	if !server.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, scope)
+	}
+	return r.runPhases(ctx, scope, []phase{
+		{"finalizer", r.reconcileFinalizer},
+		{"request", r.reconcileRequest},
+		{"accept", r.reconcileAccepted},
+		{"ownership", r.checkOwnership},
+		{"binding", r.reconcileBinding},
+		{"populate", r.reconcilePopulate},
+		{"build", r.buildChildren},
+		{"apply", r.applyChildren},
+		{"prune", r.pruneChildren},
+		{"leave", r.leaveStaleBindings},
+		{"readiness", r.reconcileReadiness},
+		{"model", r.reconcileModel},
+		{"endpoint", r.reconcileEndpoint},
+		{"diagnostics", r.reconcileDiagnostics},
+		{"progress", r.reconcileProgress},
+	})
+}
+
+// readServer reads the server from the cache, or from the API server when
+// the cache is behind this process's last write (see writes.Versions); nil
+// when it is gone.
+func (r *EmbeddingServerReconciler) readServer(ctx context.Context, key types.NamespacedName) (*embedopsv1.EmbeddingServer, error) {
+	server := &embedopsv1.EmbeddingServer{}
+	err := r.servers.Get(ctx, key, server)
+	if apierrors.IsNotFound(err) {
+		r.writes.Forget(key)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return server, nil
+}
+
+// newServerScope remembers what the phases compare against.
+func newServerScope(server *embedopsv1.EmbeddingServer) *serverScope {
+	return &serverScope{
+		server:          server,
+		readyBefore:     conditions.Get(server, embedopsv1.ReadyCondition).DeepCopy(),
+		phaseBefore:     server.Status.Phase,
+		inventoryBefore: server.Status.Inventory.DeepCopy(),
+		unwritten:       !server.StatusWritten(),
+	}
+}
+
+// runPhases runs the phases in order, stopping at the first error or halt, and
+// returns the soonest requeue any of them asked for.
+func (r *EmbeddingServerReconciler) runPhases(ctx context.Context, scope *serverScope, phases []phase) (ctrl.Result, error) {
+	var result ctrl.Result
+	for _, p := range phases {
+		start := time.Now()
+		res, err := p.run(ctx, scope)
+		metrics.ObservePhase(p.name, start)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		result = sooner(result, res.RequeueAfter)
+		if scope.halted {
+			break
+		}
+	}
+	return result, nil
+}
+
+// sooner is result with its requeue moved to after, when after is
+// positive and sooner than the requeue asked for.
+func sooner(result ctrl.Result, after time.Duration) ctrl.Result {
+	if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
+		result.RequeueAfter = after
+	}
+	return result
+}
+
+// serverOfPod maps a pod to the server named by its owner labels.
+func serverOfPod(_ context.Context, pod client.Object) []reconcile.Request {
+	labels := pod.GetLabels()
+	name, namespace := labels[embedopsv1.NameLabel], labels[embedopsv1.NamespaceLabel]
+	if name == "" || namespace != pod.GetNamespace() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}
+}
+
+// reconcileFinalizer adds the finalizer that holds the server until its
+// children are removed and its binding references are gone. It is written
+// at once, before any binding is referenced, so a server deleted (or a
+// controller killed) in between can never leave a reference nobody
+// removes; the reconcile goes on from the API server's answer, whose
+// status it writes once at its end (Flux's controllers end the reconcile
+// here and write a Reconciling status first: one write more per server).
+func (r *EmbeddingServerReconciler) reconcileFinalizer(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	if controllerutil.ContainsFinalizer(scope.server, embedopsv1.ServerFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := scope.patcher.AddFinalizer(ctx, scope.server, embedopsv1.ServerFinalizer); err != nil {
+		return ctrl.Result{}, err
+	}
+	scope.readLive = true
+	return ctrl.Result{}, nil
+}
+
+// reconcileRequest records the handled reconcile.fluxcd.io/requestedAt
+// token, so `flux reconcile`-style tools see their request answered.
+func (r *EmbeddingServerReconciler) reconcileRequest(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	if token, ok := meta.ReconcileAnnotationValue(scope.server.GetAnnotations()); ok {
+		scope.server.Status.SetLastHandledReconcileRequest(token)
+	}
+	return ctrl.Result{}, nil
+}

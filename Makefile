@@ -26,7 +26,7 @@ TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOO
 # module, Argo CD's from its module (Argo CD itself is not built).
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
 CRDS := crds/flux crds/helm crds/argocd
-COLD_BUILD_NOTE := a cold build of all tools takes about 15 minutes on 2 cores
+COLD_BUILD_NOTE := a cold build of all tools takes about 24 minutes on 2 cores
 
 ##@ General
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"time"
-
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	"github.com/fluxcd/pkg/runtime/logger"
 	flag "github.com/spf13/pflag"
@@ -17,12 +15,11 @@ import (
 // flags are the command line: the manager's options as the flags set them,
 // and the values that still need a check or a conversion (managerOptions).
 type flags struct {
-	opts            controller.ManagerOptions
-	client          runtimeclient.Options
-	log             logger.Options
-	endpointCheck   string
-	proberLabels    string
-	firstStatusWait time.Duration
+	opts          controller.ManagerOptions
+	client        runtimeclient.Options
+	log           logger.Options
+	endpointCheck string
+	proberLabels  string
 }
 
 // bindFlags registers every flag of the controller on fs.
@@ -59,8 +56,10 @@ func (f *flags) bindServers(fs *flag.FlagSet) {
 	fs.IntVar(&server.MaxConcurrentReconciles, "concurrent", 4, "The number of EmbeddingServers reconciled at once.")
 	fs.DurationVar(&server.ProgressInterval, "progress-interval", controller.DefaultProgressInterval,
 		"How often a server whose pods are not ready is checked again when no event arrives.")
-	fs.DurationVar(&f.firstStatusWait, "first-status-wait", controller.DefaultFirstStatusWait,
-		"How long a new server's status may stay unwritten while it only reports progress (observedGeneration -1 reads as in progress); 0 writes every observation.")
+	// Kept so that manifests which still pass it start: a new server's
+	// status is written by its first reconcile.
+	fs.Duration("first-status-wait", 0, "Ignored: a new server's status is written by its first reconcile.")
+	_ = fs.MarkDeprecated("first-status-wait", "a new server's status is written by its first reconcile; the flag does nothing and will be removed")
 	fs.StringVar(&server.PopulatorImage, "populator-image", "",
 		"The image whose /embedops populate fills PerReplica caches as an init container before TEI starts offline; "+
 			"config/manager passes the controller's own image. Empty: TEI downloads the model itself.")
@@ -88,10 +87,6 @@ func (f *flags) bindEndpointCheck(fs *flag.FlagSet) {
 // cluster) and inCluster says whether it runs in one.
 func (f *flags) managerOptions(podNamespace string, inCluster func() bool) (controller.ManagerOptions, error) {
 	opts := f.opts
-	opts.EmbeddingServer.FirstStatusWait = f.firstStatusWait
-	if f.firstStatusWait <= 0 {
-		opts.EmbeddingServer.FirstStatusWait = -1 // the option's "none"; its 0 is the default
-	}
 	var err error
 	if opts.EmbeddingServer.EndpointCheck, err = endpoint.ResolveCheck(f.endpointCheck, inCluster); err != nil {
 		return opts, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	flag "github.com/spf13/pflag"
@@ -29,13 +28,11 @@ func TestFlagsBecomeManagerOptions(t *testing.T) {
 	g.Expect(opts.EmbeddingServer.EndpointCheck).To(BeTrue())
 	g.Expect(opts.EmbeddingServer.EndpointProber).NotTo(BeNil(), "in a namespace the controller's pods are admitted")
 	g.Expect(opts.Watch.LabelSelector).To(Equal("sharding.fluxcd.io/key=shard1"))
-	g.Expect(opts.EmbeddingServer.FirstStatusWait).To(Equal(time.Minute))
 }
 
-func TestFirstStatusWaitZeroWritesEveryObservation(t *testing.T) {
-	opts, err := parse(t, "--first-status-wait=0").managerOptions("", func() bool { return false })
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	NewWithT(t).Expect(opts.EmbeddingServer.FirstStatusWait).To(BeNumerically("<", 0), "the option's none, not its default")
+func TestTheRetiredFirstStatusWaitFlagStillParses(t *testing.T) {
+	_, err := parse(t, "--first-status-wait=1m").managerOptions("", func() bool { return false })
+	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "a manifest that still passes it must start")
 }
 
 func TestBadFlagValuesAreRefused(t *testing.T) {

@@ -80,7 +80,6 @@ func startCluster() error {
 	// envtest binds no claim: a new server references its binding at once,
 	// as it does once its claims are Bound.
 	opts.ModelCacheBinding.FirstReferenceWait = -1
-	opts.EmbeddingServer.FirstStatusWait = -1
 	mgr, err := controller.NewManager(env.Config, opts)
 	if err == nil {
 		err = controller.SetupReconcilers(ctx, mgr, opts)

@@ -91,10 +91,6 @@ type EmbeddingServerReconcilerOptions struct {
 	// PopulateDeadline bounds each populate Job (activeDeadlineSeconds);
 	// 0 means none.
 	PopulateDeadline time.Duration
-	// FirstStatusWait is how long a new server's status may stay unwritten
-	// while its pods start, so its first status is its Ready one
-	// (firstStatusLeft); 0 means DefaultFirstStatusWait, negative no wait.
-	FirstStatusWait time.Duration
 	// Now is the clock spec.progressDeadline and the populate retry are
 	// measured with; nil means time.Now.
 	Now func() time.Time
@@ -125,7 +121,6 @@ type EmbeddingServerReconciler struct {
 	prober           *networkingv1.NetworkPolicyPeer
 	populateDeadline time.Duration
 	primaryFamily    primaryFamily
-	firstStatusWait  time.Duration
 	now              func() time.Time
 }
 
@@ -191,12 +186,6 @@ type serverScope struct {
 	// readLive: server is the API server's answer to a write of this
 	// reconcile (the finalizer), as live as an uncached read.
 	readLive bool
-	// unwritten: the controller never wrote the server's status
-	// (StatusWritten), as the reconcile read it.
-	unwritten bool
-	// firstStatusLeft is how long the status this reconcile computed stays
-	// unwritten (firstStatusLeft); the reconcile looks again by then.
-	firstStatusLeft time.Duration
 	// claimsWait is a pod that cannot be scheduled until its claims bind,
 	// set by reconcileDiagnostics: Ready stays Initializing, and the
 	// progress deadline applies to it (reconcileProgress).
@@ -229,7 +218,6 @@ func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ct
 	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
 	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader(), ArgoCDNamespace: opts.ArgoCDNamespace}
 	r.now = opts.Now
-	r.firstStatusWait = firstStatusWaitOf(opts.FirstStatusWait)
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -291,7 +279,6 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	scope.patcher = patcher
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)
-		result = sooner(result, scope.firstStatusLeft)
 	}()
 
 	if !server.DeletionTimestamp.IsZero() {
@@ -339,7 +326,6 @@ func newServerScope(server *embedopsv1.EmbeddingServer) *serverScope {
 		readyBefore:     conditions.Get(server, embedopsv1.ReadyCondition).DeepCopy(),
 		phaseBefore:     server.Status.Phase,
 		inventoryBefore: server.Status.Inventory.DeepCopy(),
-		unwritten:       !server.StatusWritten(),
 	}
 }
 

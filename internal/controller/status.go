@@ -224,13 +224,6 @@ func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *s
 	if !deleting {
 		r.eventReadyTransition(scope)
 	}
-	if left := r.firstStatusLeft(scope, reconcileErr); left > 0 && !deleting {
-		ctrl.LoggerFrom(ctx).V(1).Info("leaving the first status unwritten while the pods start", "for", left.String())
-		scope.firstStatusLeft = left
-		r.recordStatusMetrics(ctx, server)
-		return nil
-	}
-
 	patchErr := patcher.Patch(ctx, server, patchOptions{observedGeneration: !deleting && (reconcileErr == nil || terminal)})
 	if deleting {
 		// Without the finalizer the server may be gone before its status.

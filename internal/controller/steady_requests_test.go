@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"time"
-
 	"fmt"
 	"testing"
 
@@ -104,14 +102,14 @@ func TestReleasedRecordsCanBeAddedUnderARunningController(t *testing.T) {
 
 // A new server's children are created once, each by one request after one
 // uncached ownership read, and never checked again by ssa's GET and dry run
-// on the way to Ready; its first reconcile writes the finalizer, its
-// status is written once, Ready, and the binding gets one status write,
+// on the way to Ready; its first reconcile writes the finalizer and its
+// status, which is written again once Ready, and the binding gets one status write,
 // from its creator. Events are sent asynchronously, so they are not
 // counted here.
 func TestANewServerIsCreatedWithoutRechecks(t *testing.T) {
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
-	requests := startManager(t, namespace, func(o *ManagerOptions) { o.EmbeddingServer.FirstStatusWait = time.Hour })
+	requests := startManager(t, namespace)
 	before := requests.requestSnapshot()
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	waitForStatefulSet(t, g, key)
@@ -122,7 +120,7 @@ func TestANewServerIsCreatedWithoutRechecks(t *testing.T) {
 	delete(made, "POST events")
 	g.Expect(made).To(Equal(map[string]int{
 		"PATCH embeddingservers":        1, // the finalizer
-		"PATCH embeddingservers/status": 1, // Ready: the observations before it are progress (firstStatusLeft)
+		"PATCH embeddingservers/status": 2, // the first reconcile's (Initializing, the selector), then Ready
 		"POST modelcachebindings":       1,
 		"PUT modelcachebindings/status": 1, // the creator's reference and the first status
 		"GET modelcachebindings":        1, // this process's first listing of the namespace's bindings

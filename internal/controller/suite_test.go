@@ -83,9 +83,6 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 		EmbeddingServer: EmbeddingServerReconcilerOptions{
 			MaxConcurrentReconciles: 2,
 			ProgressInterval:        5 * time.Second,
-			// Tests read a new server's progress as it is computed
-			// (embeddingserver_firststatus_test runs the wait).
-			FirstStatusWait: -1,
 		},
 		// envtest binds no claim: a new server references its binding at
 		// once, as it does once its claims are Bound (ledger_firstref_test

@@ -13,7 +13,6 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Environment variables CredentialsFromEnv reads.
@@ -29,24 +28,6 @@ const (
 	EnvBearerToken = "GIT_BEARER_TOKEN"
 	// EnvSSHKeyPassword is the password of an encrypted SSH key.
 	EnvSSHKeyPassword = "GIT_SSH_KEY_PASSWORD"
-)
-
-// Secret and ConfigMap keys as the GitOps tools read them.
-const (
-	// ArgoSecretTypeLabel marks Argo CD's repository Secrets; its value is
-	// ArgoRepository or ArgoRepoCreds.
-	ArgoSecretTypeLabel = "argocd.argoproj.io/secret-type"
-	// ArgoRepository is the label value of a Secret for one repository,
-	// matched by its url.
-	ArgoRepository = "repository"
-	// ArgoRepoCreds is the label value of a credential template, used for
-	// every repository whose URL its url is a prefix of.
-	ArgoRepoCreds = "repo-creds"
-	// ArgoKnownHostsConfigMap holds Argo CD's SSH known hosts, in its
-	// namespace, under ArgoKnownHostsKey.
-	ArgoKnownHostsConfigMap = "argocd-ssh-known-hosts-cm"
-	// ArgoKnownHostsKey is the known_hosts key of ArgoKnownHostsConfigMap.
-	ArgoKnownHostsKey = "ssh_known_hosts"
 )
 
 // Credentials authenticate the clone and fetches of one repository. They
@@ -74,6 +55,19 @@ type Credentials struct {
 	From string
 	// KnownHostsFrom names where KnownHosts were read.
 	KnownHostsFrom string
+	// CABundle holds PEM certificates an HTTPS server's certificate may
+	// chain to, trusted besides the system's (go-git adds them to the
+	// system pool, as source-controller's clone does).
+	CABundle []byte
+	// CABundleFrom names where CABundle was read.
+	CABundleFrom string
+	// ClientCert is a PEM client certificate, with ClientKey its private
+	// key, presented to an HTTPS server that asks for one.
+	ClientCert []byte
+	// ClientKey is ClientCert's PEM private key.
+	ClientKey []byte
+	// ClientCertFrom names where ClientCert and ClientKey were read.
+	ClientCertFrom string
 }
 
 // hasHTTP reports whether c holds HTTP credentials.
@@ -84,10 +78,14 @@ func (c Credentials) hasHTTP() bool {
 // hasSSHKey reports whether c holds an SSH key.
 func (c Credentials) hasSSHKey() bool { return len(c.SSHKey) > 0 }
 
+// hasClientCert reports whether c holds a client certificate or its key.
+func (c Credentials) hasClientCert() bool { return len(c.ClientCert) > 0 || len(c.ClientKey) > 0 }
+
 // OverriddenBy returns c with each kind of credential o holds replacing
 // c's as a whole: the HTTP credentials (username, password, bearer token),
-// the SSH key with its password, the known hosts. It is how flags and the
-// environment win over the cluster's credentials.
+// the SSH key with its password, the known hosts, the CA bundle, the
+// client certificate with its key. It is how flags and the environment win
+// over the cluster's credentials.
 func (c Credentials) OverriddenBy(o Credentials) Credentials {
 	var from []string
 	if o.hasHTTP() {
@@ -98,6 +96,12 @@ func (c Credentials) OverriddenBy(o Credentials) Credentials {
 	}
 	if len(o.KnownHosts) > 0 {
 		c.KnownHosts, c.KnownHostsFrom = o.KnownHosts, o.KnownHostsFrom
+	}
+	if len(o.CABundle) > 0 {
+		c.CABundle, c.CABundleFrom = o.CABundle, o.CABundleFrom
+	}
+	if o.hasClientCert() {
+		c.ClientCert, c.ClientKey, c.ClientCertFrom = o.ClientCert, o.ClientKey, o.ClientCertFrom
 	}
 	if (c.hasHTTP() && !o.hasHTTP()) || (c.hasSSHKey() && !o.hasSSHKey()) {
 		from = append(from, c.From)
@@ -110,7 +114,9 @@ func (c Credentials) OverriddenBy(o Credentials) Credentials {
 }
 
 // key tells credentials apart without their values: where they came from.
-func (c Credentials) key() string { return c.From + "\x00" + c.KnownHostsFrom }
+func (c Credentials) key() string {
+	return strings.Join([]string{c.From, c.KnownHostsFrom, c.CABundleFrom, c.ClientCertFrom}, "\x00")
+}
 
 // CredentialsFromEnv returns the credentials of the environment: HTTP
 // bearer authentication from EnvBearerToken, else basic authentication
@@ -131,82 +137,6 @@ func CredentialsFromEnv(getenv func(string) string) Credentials {
 		c.Username, c.Password, c.From = username, getenv(EnvPassword), "$"+EnvUsername+"/$"+EnvPassword
 	}
 	return c
-}
-
-// FluxCredentials reads a GitRepository's spec.secretRef Secret with the
-// keys source-controller reads: username and password, bearerToken,
-// identity (with password for an encrypted key) and known_hosts.
-func FluxCredentials(secret *corev1.Secret) Credentials {
-	data := secret.Data
-	c := Credentials{
-		BearerToken: string(data["bearerToken"]),
-		From:        "Secret " + secret.Namespace + "/" + secret.Name,
-	}
-	if identity := data["identity"]; len(identity) > 0 {
-		// With an identity, password decrypts it (fluxcd/pkg/git
-		// AuthOptions: the SSH transport reads username, password, identity).
-		c.SSHKey, c.SSHKeyPassword = identity, string(data["password"])
-	} else {
-		c.Username, c.Password = string(data["username"]), string(data["password"])
-	}
-	if hosts := data["known_hosts"]; len(hosts) > 0 {
-		c.KnownHosts, c.KnownHostsFrom = hosts, c.From
-	}
-	return c
-}
-
-// ArgoCredentials picks the credentials Argo CD uses for url among its
-// Secrets: the repository Secret whose url is url, else the repo-creds
-// Secret whose url is the longest prefix of url (argo-cd
-// util/db/repository_secrets.go, getRepositoryCredentialIndex); keys
-// username, password, bearerToken and sshPrivateKey. knownHosts is
-// ArgoKnownHostsConfigMap's content. ok is false when no Secret matches.
-func ArgoCredentials(secrets []corev1.Secret, url string, knownHosts []byte, knownHostsFrom string) (Credentials, bool) {
-	want := normalizeGitURL(url)
-	best, bestLength := -1, -1
-	for i := range secrets {
-		secretURL := normalizeGitURL(string(secrets[i].Data["url"]))
-		switch secrets[i].Labels[ArgoSecretTypeLabel] {
-		case ArgoRepository:
-			if secretURL == want {
-				best, bestLength = i, len(want)+1 // a repository Secret wins over any template
-			}
-		case ArgoRepoCreds:
-			if secretURL != "" && strings.HasPrefix(want, secretURL) && len(secretURL) > bestLength {
-				best, bestLength = i, len(secretURL)
-			}
-		}
-	}
-	if best < 0 {
-		return Credentials{}, false
-	}
-	secret := &secrets[best]
-	c := Credentials{
-		Username:    string(secret.Data["username"]),
-		Password:    string(secret.Data["password"]),
-		BearerToken: string(secret.Data["bearerToken"]),
-		SSHKey:      secret.Data["sshPrivateKey"],
-		From:        "Secret " + secret.Namespace + "/" + secret.Name,
-	}
-	if len(knownHosts) > 0 {
-		c.KnownHosts, c.KnownHostsFrom = knownHosts, knownHostsFrom
-	}
-	return c, true
-}
-
-// normalizeGitURL is a simplified argo-cd util/git NormalizeGitURL
-// (lower case, no ".git" or trailing slash; scp-like SSH as ssh://),
-// written here because the argo-cd module is far too large a dependency
-// for one function.
-func normalizeGitURL(url string) string {
-	url = strings.ToLower(strings.TrimSpace(url))
-	if !strings.Contains(url, "://") {
-		if userHost, path, ok := strings.Cut(url, ":"); ok && strings.Contains(userHost, "@") {
-			url = "ssh://" + userHost + "/" + strings.TrimPrefix(path, "/")
-		}
-	}
-	url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), ".git")
-	return strings.TrimSuffix(url, "/")
 }
 
 // AuthMethod is how go-git authenticates to url with c: a bearer token or

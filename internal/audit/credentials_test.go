@@ -77,7 +77,12 @@ func TestUnreadableKnownHostsAreAnErrorNotASkippedCheck(t *testing.T) {
 }
 
 func TestOverriddenByReplacesEachKindWhole(t *testing.T) {
+	withTLS := func(c Credentials, ca []byte, caFrom string, cert, key []byte, certFrom string) Credentials {
+		c.CABundle, c.CABundleFrom, c.ClientCert, c.ClientKey, c.ClientCertFrom = ca, caFrom, cert, key, certFrom
+		return c
+	}
 	cluster := Credentials{Username: "u", Password: "p", SSHKey: []byte("k"), SSHKeyPassword: "kp", KnownHosts: []byte("h"), From: "Secret a/b", KnownHostsFrom: "Secret a/b"}
+	cluster = withTLS(cluster, []byte("ca"), "Secret a/b", []byte("cert"), []byte("key"), "Secret a/b")
 	cases := []struct {
 		name  string
 		flags Credentials
@@ -87,17 +92,30 @@ func TestOverriddenByReplacesEachKindWhole(t *testing.T) {
 		{
 			name:  "a token replaces user and password",
 			flags: Credentials{BearerToken: "t", From: "$GIT_BEARER_TOKEN"},
-			want:  Credentials{BearerToken: "t", SSHKey: []byte("k"), SSHKeyPassword: "kp", KnownHosts: []byte("h"), From: "Secret a/b and $GIT_BEARER_TOKEN", KnownHostsFrom: "Secret a/b"},
+			want: withTLS(Credentials{BearerToken: "t", SSHKey: []byte("k"), SSHKeyPassword: "kp", KnownHosts: []byte("h"), From: "Secret a/b and $GIT_BEARER_TOKEN", KnownHostsFrom: "Secret a/b"},
+				[]byte("ca"), "Secret a/b", []byte("cert"), []byte("key"), "Secret a/b"),
 		},
 		{
 			name:  "a key replaces the key and its password",
 			flags: Credentials{SSHKey: []byte("mine"), From: "--ssh-key id"},
-			want:  Credentials{Username: "u", Password: "p", SSHKey: []byte("mine"), KnownHosts: []byte("h"), From: "Secret a/b and --ssh-key id", KnownHostsFrom: "Secret a/b"},
+			want: withTLS(Credentials{Username: "u", Password: "p", SSHKey: []byte("mine"), KnownHosts: []byte("h"), From: "Secret a/b and --ssh-key id", KnownHostsFrom: "Secret a/b"},
+				[]byte("ca"), "Secret a/b", []byte("cert"), []byte("key"), "Secret a/b"),
 		},
 		{
-			name:  "everything replaced",
+			name:  "a CA bundle replaces the CA bundle only",
+			flags: Credentials{CABundle: []byte("my-ca"), CABundleFrom: "flags"},
+			want:  withTLS(cluster, []byte("my-ca"), "flags", []byte("cert"), []byte("key"), "Secret a/b"),
+		},
+		{
+			name:  "a client certificate replaces the certificate and its key",
+			flags: Credentials{ClientCert: []byte("my-cert"), ClientCertFrom: "flags"},
+			want:  withTLS(cluster, []byte("ca"), "Secret a/b", []byte("my-cert"), nil, "flags"),
+		},
+		{
+			name:  "HTTP, key and known hosts replaced",
 			flags: Credentials{Username: "me", SSHKey: []byte("mine"), KnownHosts: []byte("mh"), From: "flags", KnownHostsFrom: "--known-hosts f"},
-			want:  Credentials{Username: "me", SSHKey: []byte("mine"), KnownHosts: []byte("mh"), From: "flags", KnownHostsFrom: "--known-hosts f"},
+			want: withTLS(Credentials{Username: "me", SSHKey: []byte("mine"), KnownHosts: []byte("mh"), From: "flags", KnownHostsFrom: "--known-hosts f"},
+				[]byte("ca"), "Secret a/b", []byte("cert"), []byte("key"), "Secret a/b"),
 		},
 	}
 	for _, tc := range cases {
@@ -139,6 +157,7 @@ func TestArgoCredentialsMatchTheRepositoryThenTheLongestTemplate(t *testing.T) {
 		secret("other-org", ArgoRepoCreds, "https://git.example.com/other"),
 		secret("ssh", ArgoRepository, "git@git.example.com:org/ssh.git"),
 	}
+	knownHosts := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: ArgoKnownHostsConfigMap}, Data: map[string]string{ArgoKnownHostsKey: "h"}}
 	cases := []struct{ url, want string }{
 		{url: "https://git.example.com/org/team/fleet", want: "fleet"},
 		{url: "https://GIT.example.com/org/team/fleet.git/", want: "fleet"},
@@ -150,14 +169,14 @@ func TestArgoCredentialsMatchTheRepositoryThenTheLongestTemplate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.url, func(t *testing.T) {
 			g := NewWithT(t)
-			got, ok := ArgoCredentials(secrets, tc.url, []byte("h"), "ConfigMap argocd/"+ArgoKnownHostsConfigMap)
+			got, ok := ArgoCredentials(secrets, knownHosts, nil, tc.url)
 			g.Expect(ok).To(Equal(tc.want != ""))
+			g.Expect(got.KnownHostsFrom).To(Equal("ConfigMap argocd/argocd-ssh-known-hosts-cm"), "known hosts apply with or without a Secret")
 			if tc.want == "" {
 				return
 			}
 			g.Expect(got.Password).To(Equal(tc.want))
 			g.Expect(got.From).To(Equal("Secret argocd/" + tc.want))
-			g.Expect(got.KnownHostsFrom).To(Equal("ConfigMap argocd/argocd-ssh-known-hosts-cm"))
 		})
 	}
 }

@@ -54,5 +54,6 @@
 //   - Clones authenticate with Credentials: given ones (flags, environment)
 //     over those a Lookup finds as the GitOps tool has them. Their values
 //     stay in memory, never in a result, an error or a file; SSH host keys
-//     are always checked against known_hosts.
+//     are always checked against known_hosts, and HTTPS certificates
+//     against the system's CAs and those the tool keeps for the server.
 package audit

@@ -15,7 +15,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -80,16 +79,16 @@ func OpenRepository(ctx context.Context, opts RepositoryOptions) (*git.Repositor
 	if opts.CacheDir == "" {
 		return nil, fmt.Errorf("cloning %s: no cache directory", DisplayURL(opts.URL))
 	}
-	auth, err := opts.Credentials.AuthMethod(opts.URL)
+	r, err := opts.Credentials.remoteFor(opts.URL)
 	if err != nil {
 		return nil, err
 	}
 	dir := cloneDir(opts.CacheDir, opts.URL)
 	var repo *git.Repository
 	if _, err = os.Stat(dir); err == nil {
-		repo, err = fetch(ctx, dir, opts.URL, auth)
+		repo, err = fetch(ctx, dir, r)
 	} else {
-		repo, err = clone(ctx, dir, opts.URL, auth)
+		repo, err = clone(ctx, dir, r)
 	}
 	if err != nil {
 		return nil, err
@@ -139,17 +138,17 @@ func cloneDir(cacheDir, url string) string {
 // cloning: go-git's clone gives up when the remote's HEAD names a branch
 // that does not exist (a bare repository made by `git init` points HEAD at
 // master even when only main was ever pushed), which git itself accepts.
-func clone(ctx context.Context, dir, url string, auth transport.AuthMethod) (*git.Repository, error) {
+func clone(ctx context.Context, dir string, r remote) (*git.Repository, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return nil, fmt.Errorf("creating cache directory: %w", err)
 	}
-	repo, err := initRemote(dir, url)
+	repo, err := initRemote(dir, r.url)
 	if err == nil {
-		err = repo.FetchContext(ctx, &git.FetchOptions{RemoteName: git.DefaultRemoteName, Auth: auth, Tags: git.AllTags, Force: true})
+		err = repo.FetchContext(ctx, r.fetchOptions())
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("cloning %s: %w", DisplayURL(url), hostKeyHint(err))
+		return nil, fmt.Errorf("cloning %s: %w", DisplayURL(r.url), r.explain(err))
 	}
 	return repo, nil
 }
@@ -167,19 +166,16 @@ func initRemote(dir, url string) (*git.Repository, error) {
 }
 
 // fetch updates the clone in dir.
-func fetch(ctx context.Context, dir, url string, auth transport.AuthMethod) (*git.Repository, error) {
+func fetch(ctx context.Context, dir string, r remote) (*git.Repository, error) {
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
-		return nil, fmt.Errorf("opening cached clone of %s in %s: %w", DisplayURL(url), dir, err)
+		return nil, fmt.Errorf("opening cached clone of %s in %s: %w", DisplayURL(r.url), dir, err)
 	}
-	err = repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteURL: url,
-		Auth:      auth,
-		Tags:      git.AllTags,
-		Force:     true,
-	})
+	options := r.fetchOptions()
+	options.RemoteURL = r.url
+	err = repo.FetchContext(ctx, options)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil, fmt.Errorf("fetching %s: %w", DisplayURL(url), hostKeyHint(err))
+		return nil, fmt.Errorf("fetching %s: %w", DisplayURL(r.url), r.explain(err))
 	}
 	return repo, nil
 }
@@ -215,14 +211,14 @@ func ResolveRevision(ctx context.Context, repo *git.Repository, opts RepositoryO
 // remoteHead is what the remote's HEAD names, as a revision of its clone:
 // origin/<branch>, or a commit.
 func remoteHead(ctx context.Context, repo *git.Repository, opts RepositoryOptions) (string, error) {
-	auth, err := opts.Credentials.AuthMethod(opts.URL)
+	r, err := opts.Credentials.remoteFor(opts.URL)
 	if err != nil {
 		return "", err
 	}
-	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{opts.URL}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	origin := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{opts.URL}})
+	refs, err := origin.ListContext(ctx, r.listOptions())
 	if err != nil {
-		return "", fmt.Errorf("listing the references of %s: %w", DisplayURL(opts.URL), err)
+		return "", fmt.Errorf("listing the references of %s: %w", DisplayURL(opts.URL), r.explain(err))
 	}
 	for _, ref := range refs {
 		switch {

@@ -14,6 +14,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/audit"
+	"github.com/embedops/embedops/internal/provenance"
 )
 
 // ErrMismatch is returned when any audited binding is a Mismatch; the
@@ -35,7 +36,8 @@ type auditOptions struct {
 	// cluster's.
 	sshKey     string
 	knownHosts string
-	// argoNamespace is where Argo CD keeps its repository Secrets.
+	// argoNamespace is Argo CD's own namespace, where it keeps its
+	// repository Secrets and its known hosts and TLS certificates.
 	argoNamespace string
 }
 
@@ -49,8 +51,10 @@ func newAuditCommand() *cobra.Command {
 			"Unverifiable, with the commit that originally made the decision. Exit status 1 means a Mismatch.\n\n" +
 			"Clones authenticate, first to last: with --ssh-key, --known-hosts and $GIT_BEARER_TOKEN, $GIT_TOKEN or\n" +
 			"$GIT_USERNAME/$GIT_PASSWORD; then, for bindings read from the cluster, as Flux or Argo CD does (the\n" +
-			"GitRepository's secretRef; Argo CD's repository or repo-creds Secret and its SSH known hosts ConfigMap);\n" +
-			"else anonymously over HTTP(S) and with the SSH agent over SSH. SSH host keys are always checked.",
+			"GitRepository's secretRef with its ca.crt, tls.crt and tls.key, or an OCIRepository's certSecretRef;\n" +
+			"Argo CD's repository or repo-creds Secret, SSH known hosts and TLS certificates, read from Argo CD's own\n" +
+			"namespace, --argocd-namespace); else anonymously over HTTP(S) and with the SSH agent over SSH. SSH host\n" +
+			"keys and TLS certificates are always checked.",
 		RunE: func(cmd *cobra.Command, names []string) error {
 			return runAudit(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, names)
 		},
@@ -62,7 +66,8 @@ func newAuditCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputTable, "output format: table, json or yaml")
 	cmd.Flags().StringVar(&opts.sshKey, "ssh-key", "", "private key for SSH repositories, over the cluster's (password: $"+audit.EnvSSHKeyPassword+")")
 	cmd.Flags().StringVar(&opts.knownHosts, "known-hosts", "", "known_hosts file for SSH repositories, over the cluster's (default: the cluster's, else ~/.ssh/known_hosts)")
-	cmd.Flags().StringVar(&opts.argoNamespace, "argocd-namespace", "", "namespace of Argo CD's repository Secrets (default: the Application's)")
+	cmd.Flags().StringVar(&opts.argoNamespace, "argocd-namespace", provenance.DefaultArgoCDNamespace,
+		"Argo CD's own namespace, where it keeps repository Secrets, known hosts and TLS certificates")
 	return cmd
 }
 

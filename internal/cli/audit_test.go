@@ -119,6 +119,11 @@ func TestAuditRefusesBadFlags(t *testing.T) {
 	g.Expect(err).To(MatchError(HavePrefix("reading --ssh-key: ")))
 }
 
+func TestAuditReadsArgoCDsOwnNamespaceByDefault(t *testing.T) {
+	flag := newAuditCommand().Flags().Lookup("argocd-namespace")
+	NewWithT(t).Expect(flag.DefValue).To(Equal("argocd"), "Argo CD reads its repository Secrets from its own namespace only")
+}
+
 func TestGivenCredentialsReadTheFlagsFilesOverTheEnvironment(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()

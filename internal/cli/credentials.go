@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,23 +18,28 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/audit"
+	"github.com/embedops/embedops/internal/provenance"
 )
 
 // The Flux kinds a binding's Kustomization leads to.
 var (
 	kustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 	gitRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
+	ociRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "OCIRepository"}
 )
 
 // clusterCredentials finds a binding's git credentials as the GitOps tool
 // that applied it has them: a Flux binding's Kustomization leads to its
-// GitRepository and spec.secretRef; an Argo CD binding's repository to
-// Argo's repository and repo-creds Secrets, with Argo's SSH known hosts.
-// What it cannot read is an error naming the object, never a value.
+// GitRepository and spec.secretRef (or its OCIRepository and
+// spec.certSecretRef); an Argo CD binding's repository to Argo's
+// repository and repo-creds Secrets, with Argo's SSH known hosts and TLS
+// certificates, all in Argo CD's own namespace, where Argo CD reads them
+// whatever the Application's namespace. What it cannot read is an error
+// naming the object, never a value.
 type clusterCredentials struct {
 	client client.Client
-	// argoNamespace is where Argo CD keeps its Secrets; empty means the
-	// Application's namespace.
+	// argoNamespace is where Argo CD keeps its Secrets and ConfigMaps;
+	// empty means provenance.DefaultArgoCDNamespace.
 	argoNamespace string
 	// found keeps each lookup's answer, so bindings of one source read
 	// the cluster once.
@@ -70,17 +77,14 @@ func (c *clusterCredentials) read(ctx context.Context, source embedopsv1.Decisio
 	case source.Method == embedopsv1.SourceFlux && ref.Kind == kustomizationGVK.Kind:
 		return c.flux(ctx, ref, source.Repository)
 	case source.Method == embedopsv1.SourceArgoCD && ref.Kind == "Application":
-		namespace := c.argoNamespace
-		if namespace == "" {
-			namespace = ref.Namespace
-		}
-		return c.argo(ctx, namespace, source.Repository)
+		return c.argo(ctx, cmp.Or(c.argoNamespace, provenance.DefaultArgoCDNamespace), source.Repository)
 	}
 	return audit.Credentials{}, nil
 }
 
-// flux reads the secretRef Secret of the Kustomization's GitRepository,
-// when that repository is still the recorded one.
+// flux reads the credentials of the Kustomization's source: a
+// GitRepository's secretRef Secret, when that repository is still the
+// recorded one, or an OCIRepository's certSecretRef Secret.
 func (c *clusterCredentials) flux(ctx context.Context, ref *embedopsv1.SourceObjectReference, repository string) (audit.Credentials, error) {
 	ks := &unstructured.Unstructured{}
 	ks.SetGroupVersionKind(kustomizationGVK)
@@ -90,31 +94,53 @@ func (c *clusterCredentials) flux(ctx context.Context, ref *embedopsv1.SourceObj
 	kind, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "kind")
 	name, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "name")
 	namespace, _, _ := unstructured.NestedString(ks.Object, "spec", "sourceRef", "namespace")
-	if kind != gitRepositoryGVK.Kind || name == "" {
+	gvk := map[string]schema.GroupVersionKind{gitRepositoryGVK.Kind: gitRepositoryGVK, ociRepositoryGVK.Kind: ociRepositoryGVK}[kind]
+	if gvk.Empty() || name == "" {
 		return audit.Credentials{}, nil
 	}
 	if namespace == "" {
 		namespace = ks.GetNamespace()
 	}
-	repo := &unstructured.Unstructured{}
-	repo.SetGroupVersionKind(gitRepositoryGVK)
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, repo); err != nil {
-		return audit.Credentials{}, cannotRead("GitRepository", namespace, name, err)
+	src := &unstructured.Unstructured{}
+	src.SetGroupVersionKind(gvk)
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, src); err != nil {
+		return audit.Credentials{}, cannotRead(kind, namespace, name, err)
 	}
-	url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-	secretName, _, _ := unstructured.NestedString(repo.Object, "spec", "secretRef", "name")
-	if url != repository || secretName == "" {
+	url, _, _ := unstructured.NestedString(src.Object, "spec", "url")
+	if gvk == ociRepositoryGVK {
+		// The audit clones the artifact's git origin, never the registry.
+		secret, err := c.secret(ctx, namespace, src, "certSecretRef")
+		if secret == nil {
+			return audit.Credentials{}, err
+		}
+		return audit.FluxCertCredentials(secret, url, repository), nil
+	}
+	if url != repository {
 		return audit.Credentials{}, nil // moved to another repository: its credentials are not this one's
 	}
-	secret := &corev1.Secret{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: secretName}, secret); err != nil {
-		return audit.Credentials{}, cannotRead("Secret", namespace, secretName, err)
+	secret, err := c.secret(ctx, namespace, src, "secretRef")
+	if secret == nil {
+		return audit.Credentials{}, err
 	}
 	return audit.FluxCredentials(secret), nil
 }
 
+// secret reads the Secret a source object's spec.<field>.name names; nil
+// and no error when it names none.
+func (c *clusterCredentials) secret(ctx context.Context, namespace string, src *unstructured.Unstructured, field string) (*corev1.Secret, error) {
+	name, _, _ := unstructured.NestedString(src.Object, "spec", field, "name")
+	if name == "" {
+		return nil, nil
+	}
+	secret := &corev1.Secret{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
+		return nil, cannotRead("Secret", namespace, name, err)
+	}
+	return secret, nil
+}
+
 // argo picks Argo CD's Secret for the repository, with Argo's known hosts
-// for SSH.
+// for SSH and its TLS certificates for HTTPS.
 func (c *clusterCredentials) argo(ctx context.Context, namespace, repository string) (audit.Credentials, error) {
 	typed, err := labels.NewRequirement(audit.ArgoSecretTypeLabel, selection.In, []string{audit.ArgoRepository, audit.ArgoRepoCreds})
 	if err != nil {
@@ -124,19 +150,25 @@ func (c *clusterCredentials) argo(ctx context.Context, namespace, repository str
 	if err := c.client.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*typed)}); err != nil {
 		return audit.Credentials{}, fmt.Errorf("cannot list the Secrets labelled %s in namespace %s: %s", audit.ArgoSecretTypeLabel, namespace, describe(err))
 	}
-	var knownHosts []byte
-	hosts := &corev1.ConfigMap{}
-	err = c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: audit.ArgoKnownHostsConfigMap}, hosts)
+	// Without them, the user's known_hosts files and the system's CAs are
+	// used instead.
+	knownHosts, hostsErr := c.optionalConfigMap(ctx, namespace, audit.ArgoKnownHostsConfigMap)
+	tlsCerts, certsErr := c.optionalConfigMap(ctx, namespace, audit.ArgoTLSCertsConfigMap)
+	found, _ := audit.ArgoCredentials(secrets.Items, knownHosts, tlsCerts, repository)
+	return found, errors.Join(hostsErr, certsErr)
+}
+
+// optionalConfigMap reads a ConfigMap that may not exist: nil then.
+func (c *clusterCredentials) optionalConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm)
 	switch {
 	case err == nil:
-		knownHosts = []byte(hosts.Data[audit.ArgoKnownHostsKey])
+		return cm, nil
 	case apierrors.IsNotFound(err):
-		err = nil // the user's known_hosts files are checked instead
-	default:
-		err = cannotRead("ConfigMap", namespace, audit.ArgoKnownHostsConfigMap, err)
+		return nil, nil
 	}
-	found, _ := audit.ArgoCredentials(secrets.Items, repository, knownHosts, "ConfigMap "+namespace+"/"+audit.ArgoKnownHostsConfigMap)
-	return found, err
+	return nil, cannotRead("ConfigMap", namespace, name, err)
 }
 
 // cannotRead names the object that could not be read and why, in the API

@@ -127,10 +127,12 @@ func (f *credentialsFixture) fluxBinding(t *testing.T) *embedopsv1.ModelCacheBin
 	return f.binding(t, embedopsv1.SourceFlux, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "apps")
 }
 
-// auditResults runs `embedops audit` on the namespace with kubeconfig.
-func (f *credentialsFixture) auditResults(t *testing.T, kubeconfig string) ([]audit.Result, string) {
+// auditResults runs `embedops audit` on the namespace with kubeconfig and
+// the flags in extra.
+func (f *credentialsFixture) auditResults(t *testing.T, kubeconfig string, extra ...string) ([]audit.Result, string) {
 	t.Helper()
-	out, stderr, err := runCLI("", "audit", "--kubeconfig", kubeconfig, "-n", f.namespace, "--cache-dir", t.TempDir(), "-o", "json")
+	args := append([]string{"audit", "--kubeconfig", kubeconfig, "-n", f.namespace, "--cache-dir", t.TempDir(), "-o", "json"}, extra...)
+	out, stderr, err := runCLI("", args...)
 	if err != nil {
 		t.Fatalf("audit: %v\n%s", err, stderr)
 	}
@@ -213,37 +215,53 @@ func TestAuditFlagsOverrideTheClusterCredentials(t *testing.T) {
 	g.Expect(printed).NotTo(ContainSubstring("not-the-password"))
 }
 
-func TestArgoCredentialsComeFromItsSecretsAndKnownHosts(t *testing.T) {
+// argoSecret is an Argo CD repository (kind ArgoRepository) or repo-creds
+// (ArgoRepoCreds) Secret for url with the test user and password.
+func argoSecret(name, kind, url, password string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{audit.ArgoSecretTypeLabel: kind}},
+		Data:       map[string][]byte{"url": []byte(url), "username": []byte(gitUser), "password": []byte(password)},
+	}
+}
+
+func TestArgoCredentialsComeFromItsNamespaceSecretsAndKnownHosts(t *testing.T) {
 	g := NewWithT(t)
 	f := newCredentialsFixture(t)
-	argoSecret := func(name, kind, url, password string) *corev1.Secret {
-		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{audit.ArgoSecretTypeLabel: kind}},
-			Data:       map[string][]byte{"url": []byte(url), "username": []byte(gitUser), "password": []byte(password)},
-		}
-	}
+	// The Application is in the fixture's namespace (Applications in any
+	// namespace); Argo CD keeps its Secrets in its own.
+	argo := &credentialsFixture{env: f.env, namespace: harness.Namespace(t, f.env.Client)}
 	knownHosts := "git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
 	base := f.url[:len(f.url)-len("/fleet.git")]
-	f.create(t,
+	argo.create(t,
 		argoSecret("host", audit.ArgoRepoCreds, base, "wrong-shorter-prefix"),
 		argoSecret("fleet-creds", audit.ArgoRepoCreds, base+"/fleet", gitPassword),
 		argoSecret("other", audit.ArgoRepository, base+"/other.git", "wrong-other-repository"),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: audit.ArgoKnownHostsConfigMap}, Data: map[string]string{audit.ArgoKnownHostsKey: knownHosts}},
 	)
+	f.create(t, argoSecret("in-the-apps-namespace", audit.ArgoRepository, f.url, "wrong-not-argos-namespace"))
 	binding := f.binding(t, embedopsv1.SourceArgoCD, "argoproj.io/v1alpha1", "Application", "fleet")
-	lookup := (&clusterCredentials{client: f.env.Client}).lookup
+	lookup := (&clusterCredentials{client: f.env.Client, argoNamespace: argo.namespace}).lookup
 
 	creds, err := lookup(t.Context(), binding)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(creds.From).To(Equal("Secret " + f.namespace + "/fleet-creds"))
+	g.Expect(creds.From).To(Equal("Secret " + argo.namespace + "/fleet-creds"))
 	g.Expect(string(creds.KnownHosts)).To(Equal(knownHosts))
-	g.Expect(creds.KnownHostsFrom).To(Equal("ConfigMap " + f.namespace + "/" + audit.ArgoKnownHostsConfigMap))
+	g.Expect(creds.KnownHostsFrom).To(Equal("ConfigMap " + argo.namespace + "/" + audit.ArgoKnownHostsConfigMap))
 	opts := audit.RepositoryOptions{CacheDir: t.TempDir(), Lookup: lookup}
 	results := audit.All(context.Background(), opts, []embedopsv1.ModelCacheBinding{*binding}, audit.Options{})
 	g.Expect(results).To(ConsistOf(HaveField("Result", audit.Verified)))
 
-	_, err = (&clusterCredentials{client: f.env.Client, argoNamespace: "argocd-elsewhere"}).lookup(t.Context(), binding)
-	g.Expect(err).NotTo(HaveOccurred(), "no Secrets there is no error")
+	creds, err = (&clusterCredentials{client: f.env.Client}).lookup(t.Context(), binding)
+	g.Expect(err).NotTo(HaveOccurred(), "no Secrets in namespace argocd is no error")
+	g.Expect(creds.From).To(BeEmpty(), "the Application's namespace is never read")
+
+	f.create(t, binding)
+	results, printed := f.auditResults(t, f.kubeconfig, "--argocd-namespace", argo.namespace)
+	g.Expect(results[0].Result).To(Equal(audit.Verified), results[0].Reason)
+	g.Expect(printed).NotTo(ContainSubstring(gitPassword))
+	results, _ = f.auditResults(t, f.kubeconfig)
+	g.Expect(results[0].Result).To(Equal(audit.Unverifiable), "by default, Argo CD's Secrets are read from namespace argocd")
+	g.Expect(results[0].Reason).To(ContainSubstring("authentication required"))
 }
 
 // impersonating writes a kubeconfig that acts as user through the

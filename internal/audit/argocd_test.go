@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -151,6 +153,44 @@ func TestAuditOfArgoCDSourcesNeverGuesses(t *testing.T) {
 			res := Audit(context.Background(), repo.repo, binding, Options{})
 			g.Expect(res.Result).To(Equal(Unverifiable))
 			g.Expect(res.Reason).To(ContainSubstring(tc.reason))
+		})
+	}
+}
+
+// TestAuditOfArgoCDNonGitSourcesClonesNothing audits bindings recorded as
+// internal/provenance records an Application whose source is a Helm chart
+// repository or an OCI registry: Unverifiable, not a git source, and no
+// clone is tried.
+func TestAuditOfArgoCDNonGitSourcesClonesNothing(t *testing.T) {
+	cases := []struct {
+		name, repository, chart, revision, spec, reason string
+		// commit is what an older controller may have recorded.
+		commit string
+	}{
+		{"a Helm chart repository", "https://charts.example.com", "tei", "1.2.0",
+			`{"source":{"repoURL":"https://charts.example.com","chart":"tei","targetRevision":"1.2.*"},"destination":{"namespace":"apps"}}`,
+			"not a git source: chart tei 1.2.0 from https://charts.example.com", ""},
+		{"a Helm chart from an OCI registry", "registry.example.com/charts", "tei", "1.2.0",
+			`{"source":{"repoURL":"registry.example.com/charts","chart":"tei","targetRevision":"1.2.0"},"destination":{"namespace":"apps"}}`,
+			"not a git source: chart tei 1.2.0 from registry.example.com/charts", ""},
+		{"an OCI source", "oci://registry.example.com/fleet", "", "sha256:" + strings.Repeat("ab", 32),
+			`{"source":{"repoURL":"oci://registry.example.com/fleet","path":".","targetRevision":"1.0.0"},"destination":{"namespace":"apps"}}`,
+			"not a git source: OCI artifact oci://registry.example.com/fleet sha256:abab", ""},
+		{"an OCI source whose revision looks like a commit", "OCI://registry.example.com/fleet", "", strings.Repeat("c", 40),
+			`{"source":{"repoURL":"OCI://registry.example.com/fleet","path":"."},"destination":{"namespace":"apps"}}`,
+			"not a git source: OCI artifact OCI://registry.example.com/fleet cccc", strings.Repeat("c", 40)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			binding := bindingFor(t, argoRendered("apps", "models-bge", "1Gi"), strings.Repeat("c", 40), withArgo(".", tc.spec),
+				withSource(func(s *embedopsv1.DecisionSource) {
+					s.Repository, s.Chart, s.Revision, s.Path, s.Commit = tc.repository, tc.chart, tc.revision, "", tc.commit
+				}))
+			cache := t.TempDir()
+			results := All(context.Background(), RepositoryOptions{CacheDir: cache}, []embedopsv1.ModelCacheBinding{*binding}, Options{})
+			g.Expect(results).To(ConsistOf(And(HaveField("Result", Unverifiable), HaveField("Reason", ContainSubstring(tc.reason)))))
+			g.Expect(os.ReadDir(cache)).To(BeEmpty(), "nothing is cloned")
 		})
 	}
 }

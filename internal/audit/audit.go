@@ -194,6 +194,8 @@ func unverifiableSource(source embedopsv1.DecisionSource) string {
 	switch {
 	case source.Chart != "":
 		return fmt.Sprintf("not a git source: chart %s %s from %s", source.Chart, source.Revision, source.Repository)
+	case isOCI(source.Repository):
+		return fmt.Sprintf("not a git source: OCI artifact %s %s", source.Repository, source.Revision)
 	case source.Method == embedopsv1.SourceUnknown || source.Method == "":
 		return "the binding's source is Unknown: no git revision was recorded"
 	case source.Artifact != "" && source.Commit == "":
@@ -207,6 +209,12 @@ func unverifiableSource(source embedopsv1.DecisionSource) string {
 		return fmt.Sprintf("path %q leaves the repository", source.Path)
 	}
 	return ""
+}
+
+// isOCI reports whether a repository URL names an OCI registry, as Argo
+// CD's oci:// sources do.
+func isOCI(repository string) bool {
+	return strings.HasPrefix(strings.ToLower(repository), "oci://")
 }
 
 // fromArtifact says that a source applied from an OCI artifact could not

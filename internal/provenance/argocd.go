@@ -138,6 +138,12 @@ func argoResolution(app *unstructured.Unstructured) (Resolution, error) {
 		source.Revision = chosen.Revision
 		return Resolution{Source: source, Reason: embedopsv1.NotGitSourceReason,
 			Message: fmt.Sprintf("%s renders chart %s %s from %s, not a git source", where, chosen.Chart, chosen.Revision, chosen.RepoURL)}, nil
+	case strings.HasPrefix(strings.ToLower(chosen.RepoURL), "oci://"):
+		// Argo CD's OCI sources: the revision is the artifact's digest or
+		// tag, which names no commit.
+		source.Revision = chosen.Revision
+		return Resolution{Source: source, Reason: embedopsv1.NotGitSourceReason,
+			Message: fmt.Sprintf("%s renders OCI artifact %s %s, not a git source", where, chosen.RepoURL, chosen.Revision)}, nil
 	}
 	return withRevision(source, chosen.Revision, where), nil
 }

@@ -165,6 +165,30 @@ func TestResolveArgoCDChartIsNotAGitSource(t *testing.T) {
 	g.Expect(res.Source.Commit).To(BeEmpty())
 }
 
+func TestResolveArgoCDOCISourceIsNotAGitSource(t *testing.T) {
+	// Even a revision shaped like a commit names none in a registry.
+	for _, revision := range []string{"sha256:" + strings.Repeat("ab", 32), sha1Hex} {
+		t.Run(revision, func(t *testing.T) {
+			g := NewWithT(t)
+			namespace := harness.Namespace(t, env.Client)
+			multiSourceApplication(t, env.Client, namespace, []any{
+				map[string]any{"repoURL": "oci://registry.example.com/fleet", "path": ".", "targetRevision": "1.0.0"},
+			}, []any{revision})
+			es := server(t, env.Client, namespace, nil, map[string]string{
+				provenance.TrackingIDAnnotation: namespace + "_models:embedops.dev/EmbeddingServer:" + namespace + "/bge",
+			})
+			res, err := resolver(env.Client).Resolve(t.Context(), es)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Reason).To(Equal(embedopsv1.NotGitSourceReason))
+			g.Expect(res.Message).To(ContainSubstring("renders OCI artifact oci://registry.example.com/fleet " + revision + ", not a git source"))
+			g.Expect(res.Source).To(HaveField("Method", embedopsv1.SourceArgoCD))
+			g.Expect(res.Source).To(HaveField("Repository", "oci://registry.example.com/fleet"))
+			g.Expect(res.Source).To(HaveField("Revision", revision))
+			g.Expect(res.Source.Commit).To(BeEmpty())
+		})
+	}
+}
+
 func TestResolveArgoCDPendingRecordsWhatIsKnown(t *testing.T) {
 	g := NewWithT(t)
 	namespace := harness.Namespace(t, env.Client)

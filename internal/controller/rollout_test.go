@@ -100,9 +100,7 @@ func TestCacheBindingMovesWhenThePodsDo(t *testing.T) {
 			"the serving pods keep %s until new ones serve", first)
 	}).Should(Succeed())
 	markStatefulSetReady(t, g, client.ObjectKeyFromObject(next))
-	g.Eventually(func(g Gomega) {
-		g.Expect(statefulSetsOf(t, g, namespace)).To(ConsistOf(HaveField("ObjectMeta.Name", next.Name)))
-	}).Should(Succeed())
+	expectDrainedTo(t, g, namespace, next.Name)
 }
 
 // cacheBindingOfJob waits for a populate Job of a binding not in skip and

@@ -76,7 +76,7 @@ func finishMove(t *testing.T, g *WithT, key types.NamespacedName, binding *embed
 	g.Eventually(func() error { return env.Client.Get(t.Context(), next, &appsv1.StatefulSet{}) }).Should(Succeed())
 	markStatefulSetReady(t, g, next)
 	if next != key {
-		g.Eventually(isNotFound(t, &appsv1.StatefulSet{}, key)).Should(BeTrue(), "the old StatefulSet goes once the new one serves")
+		expectDrainedTo(t, g, key.Namespace, next.Name)
 	}
 }
 

@@ -102,7 +102,11 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 			server.Status.Replicas += old.Status.Replicas
 			server.Status.ReadyReplicas += old.Status.ReadyReplicas
 		}
-		avail = availability{false, embedopsv1.InitializingReason, rolloutMessage(r.whyNewStorage(ctx, scope), scope, statefulSet)}
+		// Once no old StatefulSet keeps a replica, the new one's pods are
+		// the server's; the old ones go once their pods are gone.
+		if !scope.rollout.step.Done() {
+			avail = availability{false, embedopsv1.InitializingReason, rolloutMessage(r.whyNewStorage(ctx, scope), scope, statefulSet)}
+		}
 	}
 	if avail.ready {
 		conditions.MarkTrue(server, embedopsv1.ReadyCondition, avail.reason, "%s", avail.message)

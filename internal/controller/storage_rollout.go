@@ -165,8 +165,9 @@ func surgeOf(server *embedopsv1.EmbeddingServer) int32 {
 }
 
 // drainOldStatefulSets scales each old StatefulSet down to what the step
-// lets it keep, deletes those that keep none, and lists those left in the
-// inventory so pruning and the server's deletion find them.
+// lets it keep, deletes those that keep none once their pods are gone, and
+// lists those left in the inventory so pruning and the server's deletion
+// find them.
 func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, scope *serverScope) error {
 	rollout := scope.rollout
 	if rollout == nil {
@@ -177,11 +178,11 @@ func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, sc
 		if !sts.DeletionTimestamp.IsZero() {
 			continue
 		}
-		keep := rollout.step.Old[sts.Name]
-		if err := r.scaleOldStatefulSet(ctx, sts, keep); err != nil {
+		deleted, err := r.scaleOldStatefulSet(ctx, sts, rollout.step.Old[sts.Name])
+		if err != nil {
 			return err
 		}
-		if keep > 0 {
+		if !deleted {
 			entry := inventoryRef(sts.Namespace, sts.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 			scope.server.Status.Inventory.Entries = mergeEntries(scope.server.Status.Inventory.Entries, []embedopsv1.ResourceRef{entry})
 		}
@@ -189,31 +190,46 @@ func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, sc
 	return nil
 }
 
-// scaleOldStatefulSet sets an old StatefulSet's replicas to keep, or
-// deletes it when keep is 0; its pods are then deleted by the garbage
-// collector, each one after a new pod serves in its place. The UID
-// precondition keeps a StatefulSet made since under the same name.
-func (r *EmbeddingServerReconciler) scaleOldStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, keep int32) error {
+// scaleOldStatefulSet sets an old StatefulSet's replicas to keep; one that
+// keeps none is deleted only once the StatefulSet controller reports its
+// pods gone (podsGone), each old pod having gone after a new one served in
+// its place. While a pod exists its StatefulSet does: the disruption
+// controller finds every pod's controller to compute a budget's expected
+// pods, and a pod whose StatefulSet is deleted fails that
+// (CalculateExpectedPodCountFailed) and holds disruptionsAllowed at 0, so
+// drains and evictions are refused (kubernetes v1.37.2
+// pkg/controller/disruption/disruption.go, getExpectedScale and failSafe).
+// The UID precondition keeps a StatefulSet made since under the same name.
+func (r *EmbeddingServerReconciler) scaleOldStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, keep int32) (deleted bool, err error) {
 	log := ctrl.LoggerFrom(ctx)
-	if keep == 0 {
+	if keep == 0 && replicasOf(sts) == 0 && podsGone(sts) {
 		background := metav1.DeletePropagationBackground
 		uid := sts.UID
 		err := r.client.Delete(ctx, sts, &client.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}})
 		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting the old StatefulSet %s: %w", sts.Name, err)
+			return false, fmt.Errorf("deleting the old StatefulSet %s: %w", sts.Name, err)
 		}
-		log.Info("deleted the old StatefulSet: the new storage serves", "statefulSet", sts.Name)
-		return nil
+		log.Info("deleted the old StatefulSet: its pods are gone and the new storage serves", "statefulSet", sts.Name)
+		return true, nil
 	}
 	if keep >= replicasOf(sts) {
-		return nil
+		return false, nil
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d}}`, sts.UID, keep)
 	if err := r.client.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("scaling the old StatefulSet %s to %d: %w", sts.Name, keep, err)
+		return false, fmt.Errorf("scaling the old StatefulSet %s to %d: %w", sts.Name, keep, err)
 	}
 	log.Info("scaled the old StatefulSet down: new pods serve in place of its pods", "statefulSet", sts.Name, "replicas", keep)
-	return nil
+	return false, nil
+}
+
+// podsGone reports whether the StatefulSet controller, having seen the
+// StatefulSet's current spec, counts no pod of it: status.replicas counts
+// every pod it created that still exists, terminating ones included
+// (kubernetes v1.37.2 pkg/controller/statefulset/stateful_set_control.go,
+// computeReplicaStatus). Its status update wakes the server (Owns).
+func podsGone(sts *appsv1.StatefulSet) bool {
+	return sts.Status.ObservedGeneration >= sts.Generation && sts.Status.Replicas == 0
 }
 
 // storagesInUse are the storages the server's old StatefulSets and any of

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,8 +51,12 @@ func TestStorageChangeRollsSurgeFirst(t *testing.T) {
 		markStatefulSetReadyUpTo(t, g, next, ready+1)
 	}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(t.Context(), key, &appsv1.StatefulSet{})).To(Satisfy(apierrors.IsNotFound), "the old StatefulSet goes once every new pod serves")
+		g.Expect(replicasOf(statefulSetOf(t, g, key))).To(BeZero(), "the old StatefulSet keeps no replica once every new pod serves")
 	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(statefulSetOf(t, g, key).DeletionTimestamp).To(BeNil(), "the old StatefulSet stays while its pods do")
+	}).Should(Succeed())
+	expectDrainedTo(t, g, namespace, next.Name)
 	g.Expect(eventsAbout(t, g, namespace, key.Name, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason)).To(ConsistOf(HaveField("Message",
 		HavePrefix("moving 3 replicas to new volumes on StatefulSet "+next.Name+", one at a time beside the serving ones: size 20Gi replaces 10Gi, and the claims cannot grow in place"))))
 	markStatefulSetReady(t, g, next)
@@ -147,8 +150,8 @@ func TestSingleReplicaStorageChangeSurgesFirst(t *testing.T) {
 	}).Should(Succeed())
 
 	markStatefulSetReady(t, g, next)
+	expectDrainedTo(t, g, namespace, next.Name)
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(t.Context(), key, &appsv1.StatefulSet{})).To(Satisfy(apierrors.IsNotFound))
 		g.Expect(getBinding(t, g, namespace, first).Status.RequestReferences).To(BeEmpty())
 	}).Should(Succeed())
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
@@ -196,10 +199,25 @@ func TestStorageChangeDuringARolloutDrainsBothOldStatefulSets(t *testing.T) {
 		g.Expect(replicasOf(statefulSetOf(t, g, last))).To(Equal(int32(2)))
 	}).Should(Succeed())
 	markStatefulSetReady(t, g, last)
-	g.Eventually(func(g Gomega) {
-		g.Expect(statefulSetsOf(t, g, namespace)).To(ConsistOf(HaveField("ObjectMeta.Name", last.Name)))
-	}).Should(Succeed())
+	expectDrainedTo(t, g, namespace, last.Name)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+}
+
+// expectDrainedTo waits until name is the namespace's only StatefulSet,
+// playing the StatefulSet controller for the others: once one is scaled to
+// zero, its pods are gone (status.replicas 0 at its generation), and only
+// then does the server delete it.
+func expectDrainedTo(t *testing.T, g *WithT, namespace, name string) {
+	t.Helper()
+	g.Eventually(func(g Gomega) {
+		for _, sts := range statefulSetsOf(t, g, namespace) {
+			if sts.Name != name && replicasOf(&sts) == 0 && !podsGone(&sts) {
+				sts.Status = readyStatus(&sts, 0)
+				g.Expect(env.Client.Status().Update(t.Context(), &sts)).To(Succeed())
+			}
+		}
+		g.Expect(statefulSetsOf(t, g, namespace)).To(ConsistOf(HaveField("ObjectMeta.Name", name)))
+	}).Should(Succeed())
 }
 
 // markStatefulSetReadyUpTo plays the StatefulSet controller: ready of the
@@ -286,9 +304,7 @@ func TestRevertDuringARolloutServesFromTheOldStatefulSet(t *testing.T) {
 	// Reverted before any new pod is ready: the serving StatefulSet is the
 	// desired one again, unchanged, and the half-started one drains.
 	updateServer(t, g, key, fixtures.WithCacheSize("10Gi"))
-	g.Eventually(func(g Gomega) {
-		g.Expect(statefulSetsOf(t, g, namespace)).To(ConsistOf(HaveField("ObjectMeta.Name", "tei")))
-	}).Should(Succeed())
+	expectDrainedTo(t, g, namespace, "tei")
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +37,7 @@ func TestStorageChangesKeepTwoOfThreeReplicasServing(t *testing.T) {
 			r.Change, r.FewestReady, r.Replicas, r.Samples, r.Seconds, r.From, r.To)
 	}
 	g.Expect(err).NotTo(HaveOccurred())
+	expectBudgetComputedThroughout(t, g, namespace)
 	changes := rollout.Changes(2*time.Hour, other)
 	g.Expect(results).To(HaveLen(len(changes)))
 	for i, r := range results {
@@ -71,4 +73,26 @@ func createStorageClass(t *testing.T, g *WithT, name string) string {
 	g.Expect(cluster.Client.Create(t.Context(), class)).To(Succeed())
 	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), class) })
 	return name
+}
+
+// expectBudgetComputedThroughout checks that kube-controller-manager's
+// disruption controller could compute the server's budget through every
+// change: each pod's StatefulSet existed while the pod did, so it never
+// reported CalculateExpectedPodCountFailed, whose failSafe holds
+// disruptionsAllowed at 0 and refuses every drain and eviction (kubernetes
+// v1.37.2 pkg/controller/disruption/disruption.go). Once the changes are
+// done, the budget allows one disruption of the three ready replicas.
+func expectBudgetComputedThroughout(t *testing.T, g *WithT, namespace string) {
+	t.Helper()
+	var events corev1.EventList
+	g.Expect(cluster.Client.List(t.Context(), &events, client.InNamespace(namespace))).To(Succeed())
+	for _, event := range events.Items {
+		g.Expect(event.Reason).NotTo(Equal("CalculateExpectedPodCountFailed"), "%s %s: %s", event.InvolvedObject.Kind, event.InvolvedObject.Name, event.Message)
+	}
+	var budgets policyv1.PodDisruptionBudgetList
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.List(t.Context(), &budgets, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(budgets.Items).To(HaveLen(1))
+		g.Expect(budgets.Items[0].Status.DisruptionsAllowed).To(BeNumerically(">=", 1), "%+v", budgets.Items[0].Status)
+	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
 }

@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -139,6 +140,56 @@ func TestHorizontalPodAutoscalerScalesAServer(t *testing.T) {
 	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
 	expectReadyReplicas(t, key, 2)
 	expectBudget(t, key, true)
+}
+
+// An HPA applied together with its server, as one GitOps commit applies
+// both, finds the server's selector at its first look: kube-controller-
+// manager's HPA controller (kubernetes v1.37.2
+// pkg/controller/podautoscaler/horizontal.go) reads status.selector through
+// the scale subresource once the server is at least at minReplicas, and
+// without one sets ScalingActive=False InvalidSelector with a
+// SelectorRequired event. The pods never become ready here, so the
+// server's first status is its progress, written by its first reconcile.
+func TestAnHPAAppliedWithItsServerNeverLacksASelector(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	namespace := cluster.Namespace(t)
+	server := newServer(namespace, "scaled", simulated(harness.SimulateNotReady))
+	server.Spec.Replicas = new(int32(2))
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "scaled"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: embedopsv1.GroupVersion.String(), Kind: embedopsv1.EmbeddingServerKind, Name: "scaled"},
+			MinReplicas:    new(int32(2)),
+			MaxReplicas:    3,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
+				Metric: autoscalingv2.MetricIdentifier{Name: "te_requests_per_second"},
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: new(resource.MustParse("20"))},
+			}}},
+		},
+	}
+	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
+	g.Expect(cluster.Client.Create(t.Context(), hpa)).To(Succeed())
+
+	// No metrics API runs here: once the HPA looked at the server's scale,
+	// ScalingActive says why it cannot compute a recommendation.
+	var scalingActive *autoscalingv2.HorizontalPodAutoscalerCondition
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(t.Context(), client.ObjectKeyFromObject(hpa), hpa)).To(Succeed())
+		for i := range hpa.Status.Conditions {
+			if hpa.Status.Conditions[i].Type == autoscalingv2.ScalingActive {
+				scalingActive = &hpa.Status.Conditions[i]
+			}
+		}
+		g.Expect(scalingActive).NotTo(BeNil())
+	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
+	g.Expect(scalingActive.Reason).NotTo(Equal("InvalidSelector"), "ScalingActive: %s", scalingActive.Message)
+	var events corev1.EventList
+	g.Expect(cluster.Client.List(t.Context(), &events, client.InNamespace(namespace))).To(Succeed())
+	for _, event := range events.Items {
+		g.Expect(event.Reason).NotTo(Equal("SelectorRequired"), "%s %s: %s", event.InvolvedObject.Kind, event.InvolvedObject.Name, event.Message)
+	}
+	expectReady(t, client.ObjectKeyFromObject(server), metav1.ConditionFalse, embedopsv1.InitializingReason)
 }
 
 func TestNetworkPolicyObjectsFollowTheSpec(t *testing.T) {

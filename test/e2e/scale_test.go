@@ -154,13 +154,16 @@ func TestAnHPAAppliedWithItsServerNeverLacksASelector(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	namespace := cluster.Namespace(t)
+	// One replica: no budget, so nothing but the children every server
+	// has, which is what a new server's first status was once held back
+	// for.
 	server := newServer(namespace, "scaled", simulated(harness.SimulateNotReady))
-	server.Spec.Replicas = new(int32(2))
+	server.Spec.Replicas = new(int32(1))
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "scaled"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: embedopsv1.GroupVersion.String(), Kind: embedopsv1.EmbeddingServerKind, Name: "scaled"},
-			MinReplicas:    new(int32(2)),
+			MinReplicas:    new(int32(1)),
 			MaxReplicas:    3,
 			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
 				Metric: autoscalingv2.MetricIdentifier{Name: "te_requests_per_second"},

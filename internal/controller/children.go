@@ -450,7 +450,11 @@ func (r *EmbeddingServerReconciler) livePodOf(ctx context.Context, server *embed
 }
 
 // deleteEntries deletes the objects of inventory entries that carry this
-// server's owner labels; claims are skipped.
+// server's owner labels; claims are skipped, and an object already gone is
+// deleted. ssa's DeleteAll reads each object, then deletes it, and counts
+// a NotFound between the two as a failed delete (fluxcd/pkg/ssa v0.78.0
+// manager_delete.go); a Foreground cascade (Argo CD's) has the garbage
+// collector deleting the same children meanwhile, so the loop is here.
 func (r *EmbeddingServerReconciler) deleteEntries(ctx context.Context, server *embedopsv1.EmbeddingServer, entries []embedopsv1.ResourceRef) error {
 	objects := make([]*unstructured.Unstructured, 0, len(entries))
 	for _, entry := range entries {
@@ -467,11 +471,36 @@ func (r *EmbeddingServerReconciler) deleteEntries(ctx context.Context, server *e
 		u.SetName(id.Name)
 		objects = append(objects, u)
 	}
-	_, err := r.resources.DeleteAll(ctx, objects, ssa.DeleteOptions{
-		PropagationPolicy: metav1.DeletePropagationBackground,
-		Inclusions:        r.resources.GetOwnerLabels(server.Name, server.Namespace),
-	})
-	return err
+	sort.Sort(sort.Reverse(ssa.SortableUnstructureds(objects)))
+	owned := labels.SelectorFromSet(r.resources.GetOwnerLabels(server.Name, server.Namespace))
+	var errs []error
+	for _, obj := range objects {
+		if err := r.deleteOwned(ctx, obj, owned); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteOwned deletes obj, read uncached, when it carries the owner labels
+// owned selects; gone, it is deleted.
+func (r *EmbeddingServerReconciler) deleteOwned(ctx context.Context, obj *unstructured.Unstructured, owned labels.Selector) error {
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(obj.GroupVersionKind())
+	err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+	if err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("reading %s %s: %w", obj.GetKind(), obj.GetName(), err))
+	}
+	if !owned.Matches(labels.Set(existing.GetLabels())) {
+		return nil
+	}
+	background := metav1.DeletePropagationBackground
+	uid := existing.GetUID()
+	err = r.client.Delete(ctx, existing, &client.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return nil
 }
 
 // deletableEntries are the inventory entries plus the children a server

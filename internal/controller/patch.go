@@ -2,11 +2,15 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/fluxcd/pkg/runtime/patch"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -34,6 +38,9 @@ type serverPatcher struct {
 	before *embedopsv1.EmbeddingServer
 	client client.Client
 	serial *patch.SerialPatcher
+	// live reads the server uncached when a finalizer's entry moved; nil
+	// means the removal is not tried again.
+	live client.Reader
 }
 
 // newServerPatcher remembers server as the reconcile read it.
@@ -56,18 +63,25 @@ func (p *serverPatcher) Patch(ctx context.Context, server *embedopsv1.EmbeddingS
 	if opts.observedGeneration {
 		server.Status.ObservedGeneration = server.Generation
 	}
-	err := p.patchStatus(ctx, server)
+	// Finalizers this reconcile removed go by a patch of their own entry
+	// (removeFinalizers); the other patches keep them in the list.
+	removed := slices.DeleteFunc(slices.Clone(p.before.Finalizers), func(f string) bool { return slices.Contains(server.Finalizers, f) })
+	kept := server.DeepCopy()
+	kept.Finalizers = slices.Concat(p.before.Finalizers, slices.DeleteFunc(slices.Clone(server.Finalizers), func(f string) bool { return slices.Contains(p.before.Finalizers, f) }))
+	err := p.patchStatus(ctx, kept)
 	if apierrors.IsConflict(err) {
 		fluxOptions := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(embedopsv1.StatusFieldManager)}
 		if opts.observedGeneration {
 			fluxOptions = append(fluxOptions, patch.WithStatusObservedGeneration{})
 		}
-		return p.serial.Patch(ctx, server, fluxOptions...)
+		err = p.serial.Patch(ctx, kept, fluxOptions...)
+	} else if err == nil {
+		err = p.patchMetadata(ctx, kept)
 	}
 	if err != nil {
 		return err
 	}
-	return p.patchMetadata(ctx, server)
+	return p.removeFinalizers(ctx, server, removed)
 }
 
 // AddFinalizer writes a new finalizer at once, as a merge patch with the
@@ -105,8 +119,9 @@ func (p *serverPatcher) patchStatus(ctx context.Context, server *embedopsv1.Embe
 	return nil
 }
 
-// patchMetadata sends the metadata diff (finalizers) as an unconditional
-// merge patch, as the Helper does; nothing when it did not change.
+// patchMetadata sends the metadata diff as an unconditional merge patch,
+// as the Helper does; nothing when it did not change. Finalizers are not
+// in it (removeFinalizers).
 func (p *serverPatcher) patchMetadata(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
 	if equality.Semantic.DeepEqual(p.before.ObjectMeta, server.ObjectMeta) {
 		return nil
@@ -118,4 +133,45 @@ func (p *serverPatcher) patchMetadata(ctx context.Context, server *embedopsv1.Em
 		return fmt.Errorf("patching the metadata: %w", err)
 	}
 	return nil
+}
+
+// removeFinalizers removes each finalizer from the server by a JSON patch
+// of its one entry, tested first: a merge patch writes the whole list, so
+// from a copy read before someone else changed it, it would drop a
+// finalizer another controller added since, or put back the
+// foregroundDeletion that the garbage collector removed, which the API
+// server refuses on an object being deleted ("no new finalizers can be
+// added if the object is being deleted", k8s.io/apimachinery v0.37.2
+// pkg/api/validation/objectmeta.go). A failed test (the entry moved) reads the
+// server again uncached and tries once more; a server already gone is done.
+func (p *serverPatcher) removeFinalizers(ctx context.Context, server *embedopsv1.EmbeddingServer, finalizers []string) error {
+	for _, finalizer := range finalizers {
+		err := p.removeFinalizer(ctx, server.Namespace, server.Name, p.before.Finalizers, finalizer)
+		if apierrors.IsInvalid(err) && p.live != nil {
+			live := &embedopsv1.EmbeddingServer{}
+			if err = p.live.Get(ctx, client.ObjectKeyFromObject(server), live); err == nil {
+				err = p.removeFinalizer(ctx, server.Namespace, server.Name, live.Finalizers, finalizer)
+			}
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("removing the finalizer %s: %w", finalizer, err)
+		}
+	}
+	return nil
+}
+
+// removeFinalizer removes finalizer at its index in list, which the server
+// must still hold there; nothing when list does not hold it.
+func (p *serverPatcher) removeFinalizer(ctx context.Context, namespace, name string, list []string, finalizer string) error {
+	index := slices.Index(list, finalizer)
+	if index < 0 {
+		return nil
+	}
+	entry := fmt.Sprintf("/metadata/finalizers/%d", index)
+	ops, err := json.Marshal([]map[string]any{{"op": "test", "path": entry, "value": finalizer}, {"op": "remove", "path": entry}})
+	if err != nil {
+		return err
+	}
+	target := &embedopsv1.EmbeddingServer{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	return p.client.Patch(ctx, target, client.RawPatch(types.JSONPatchType, ops), client.FieldOwner(embedopsv1.StatusFieldManager))
 }

@@ -89,3 +89,70 @@ func patchedServer(t *testing.T) (*WithT, types.NamespacedName, *embedopsv1.Embe
 	patches := new(int)
 	return g, key, server, newServerPatcher(server, statusPatchCounter{Client: env.Client, patches: patches}), patches
 }
+
+// foreignFinalizer is another controller's finalizer on a server.
+const foreignFinalizer = "example.com/keep"
+
+// deletedWithForeignFinalizer creates a server holding embedops' finalizer
+// and foreignFinalizer and deletes it with Foreground propagation, as Argo
+// CD's cascade does: the API server adds foregroundDeletion. It returns the
+// server as read then, the copy a reconcile would start from.
+func deletedWithForeignFinalizer(t *testing.T, g *WithT) *embedopsv1.EmbeddingServer {
+	t.Helper()
+	server := fixtures.EmbeddingServer(harness.Namespace(t, env.Client), "tei")
+	server.Finalizers = []string{embedopsv1.ServerFinalizer, foreignFinalizer}
+	g.Expect(env.Client.Create(t.Context(), server)).To(Succeed())
+	g.Expect(env.Client.Delete(t.Context(), server, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+	read := &embedopsv1.EmbeddingServer{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(server), read)).To(Succeed())
+	g.Expect(read.Finalizers).To(Equal([]string{embedopsv1.ServerFinalizer, foreignFinalizer, metav1.FinalizerDeleteDependents}))
+	t.Cleanup(func() {
+		live := &embedopsv1.EmbeddingServer{}
+		if env.Client.Get(context.Background(), client.ObjectKeyFromObject(server), live) == nil {
+			live.Finalizers = nil
+			_ = env.Client.Update(context.Background(), live)
+		}
+	})
+	return read
+}
+
+// setFinalizers writes the server's finalizers as another party would.
+func setFinalizers(t *testing.T, g *WithT, server *embedopsv1.EmbeddingServer, finalizers ...string) {
+	t.Helper()
+	live := &embedopsv1.EmbeddingServer{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(server), live)).To(Succeed())
+	live.Finalizers = finalizers
+	g.Expect(env.Client.Update(t.Context(), live)).To(Succeed())
+}
+
+// The garbage collector removes foregroundDeletion once the dependents are
+// gone, maybe after the reconcile read the server: removing embedops'
+// finalizer must not put it back, which the API server would refuse.
+func TestRemovingTheFinalizerAfterTheGarbageCollectorDoesNotRestoreForegroundDeletion(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	read := deletedWithForeignFinalizer(t, g)
+	patcher := newServerPatcher(read, env.Client)
+	setFinalizers(t, g, read, embedopsv1.ServerFinalizer, foreignFinalizer)
+
+	controllerutil.RemoveFinalizer(read, embedopsv1.ServerFinalizer)
+	g.Expect(patcher.Patch(t.Context(), read, patchOptions{})).To(Succeed())
+	g.Expect(getServer(t, g, client.ObjectKeyFromObject(read)).Finalizers).To(Equal([]string{foreignFinalizer}))
+}
+
+// A finalizer another controller removes after the reconcile read the
+// server is not put back when embedops' own goes (the API server would
+// refuse it as a new finalizer on an object being deleted), nor is the
+// order the others left kept from being the reconcile's.
+func TestRemovingTheFinalizerDoesNotPutBackOneRemovedSince(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	read := deletedWithForeignFinalizer(t, g)
+	patcher := newServerPatcher(read, env.Client)
+	patcher.live = env.Client
+	setFinalizers(t, g, read, metav1.FinalizerDeleteDependents, embedopsv1.ServerFinalizer)
+
+	controllerutil.RemoveFinalizer(read, embedopsv1.ServerFinalizer)
+	g.Expect(patcher.Patch(t.Context(), read, patchOptions{})).To(Succeed(), "the entry moved: the removal reads the server again")
+	g.Expect(getServer(t, g, client.ObjectKeyFromObject(read)).Finalizers).To(Equal([]string{metav1.FinalizerDeleteDependents}))
+}

@@ -276,6 +276,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 	scope := newServerScope(server)
 	patcher := newServerPatcher(server, r.servers)
+	patcher.live = r.apiReader
 	scope.patcher = patcher
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)

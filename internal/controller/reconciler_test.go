@@ -262,3 +262,43 @@ func TestServerSuspendedIsLeftAlone(t *testing.T) {
 	waitForStatefulSet(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
 }
+
+// Argo CD deletes an Application's resources with Foreground propagation
+// and Flux prunes with Background: either way the server's children go, its
+// own finalizer goes with a patch of that one entry, and another
+// controller's finalizer and foregroundDeletion stay; the API server
+// refuses none of the controller's writes but a status patch's Conflict,
+// which the patcher answers by merging into the latest copy (the deletion
+// itself changed the server since the reconcile read it). envtest runs no garbage
+// collector, so foregroundDeletion is still there at the end.
+func TestServerDeletedByEitherCascadeKeepsOtherFinalizers(t *testing.T) {
+	for _, propagation := range []metav1.DeletionPropagation{metav1.DeletePropagationForeground, metav1.DeletePropagationBackground} {
+		t.Run(string(propagation), func(t *testing.T) {
+			t.Parallel()
+			g := newG(t)
+			namespace := harness.Namespace(t, env.Client)
+			writes := startManager(t, namespace)
+			key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+			waitForStatefulSet(t, g, key)
+			waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionFalse, embedopsv1.InitializingReason)
+			server := getServer(t, g, key)
+			setFinalizers(t, g, server, append(server.Finalizers, foreignFinalizer)...)
+
+			g.Expect(env.Client.Delete(t.Context(), server, client.PropagationPolicy(propagation))).To(Succeed())
+			want := []string{foreignFinalizer}
+			if propagation == metav1.DeletePropagationForeground {
+				want = append(want, metav1.FinalizerDeleteDependents)
+			}
+			g.Eventually(func(g Gomega) {
+				g.Expect(getServer(t, g, key).Finalizers).To(Equal(want))
+			}).Should(Succeed())
+			g.Expect(isNotFound(t, &appsv1.StatefulSet{}, key)()).To(BeTrue())
+			g.Expect(isNotFound(t, &corev1.Service{}, key)()).To(BeTrue())
+			for _, refused := range writes.refusedWrites() {
+				g.Expect(refused).To(And(ContainSubstring("/status "), HaveSuffix(" 409")))
+			}
+			setFinalizers(t, g, server)
+			g.Eventually(isNotFound(t, &embedopsv1.EmbeddingServer{}, key)).Should(BeTrue())
+		})
+	}
+}

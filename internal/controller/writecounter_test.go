@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -13,13 +14,15 @@ import (
 // watches and dry runs are not writes.
 // It also counts the collection reads (lists and watches) by resource, and
 // every request but a watch by method and resource ("GET statefulsets"),
-// and keeps the method and path of every write ("PATCH /apis/...").
+// and keeps the method and path of every write ("PATCH /apis/..."), and
+// of every write the API server refused ("PATCH /apis/... 422").
 type writeCounter struct {
 	mu          sync.Mutex
 	counts      map[string]int
 	collections map[string]int
 	requests    map[string]int
 	writes      []string
+	refused     []string
 }
 
 func newWriteCounter() *writeCounter {
@@ -41,8 +44,21 @@ func (c *writeCounter) wrap(next http.RoundTripper) http.RoundTripper {
 			c.collections[collectionOf(req.URL.Path)]++
 		}
 		c.mu.Unlock()
-		return next.RoundTrip(req)
+		resp, err := next.RoundTrip(req)
+		if err == nil && isWrite(req) && resp.StatusCode >= http.StatusBadRequest {
+			c.mu.Lock()
+			c.refused = append(c.refused, fmt.Sprintf("%s %s %d", req.Method, req.URL.Path, resp.StatusCode))
+			c.mu.Unlock()
+		}
+		return resp, err
 	})
+}
+
+// refusedWrites are the writes the API server refused so far.
+func (c *writeCounter) refusedWrites() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.refused)
 }
 
 // collectionReads is how many lists and watches of resource were made.

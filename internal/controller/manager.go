@@ -21,6 +21,7 @@ import (
 	"github.com/embedops/embedops/internal/controller/ledger"
 	"github.com/embedops/embedops/internal/controller/metrics"
 	"github.com/embedops/embedops/internal/controller/watch"
+	"github.com/embedops/embedops/internal/kubeversion"
 )
 
 // ManagerOptions configure the controller manager.
@@ -149,8 +150,16 @@ func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions
 	return nil
 }
 
-// Run starts a manager with its reconcilers and blocks until ctx ends.
+// Run checks that the API server's Kubernetes is not older than
+// kubeversion.Floor, then starts a manager with its reconcilers and blocks
+// until ctx ends. Below the floor it returns the check's error, naming the
+// version found, the floor and the upgrade.
 func Run(ctx context.Context, cfg *rest.Config, opts ManagerOptions) error {
+	server, err := kubeversion.CheckConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("kubeversion").Info("Kubernetes version", "server", server.GitVersion, "floor", kubeversion.Floor, "compared", server.Compared)
 	mgr, err := NewManager(cfg, opts)
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ HELM_TOOLS := helm-controller
 # the kube module, CoreDNS (cluster DNS) from test/tools/coredns.
 NODE_KUBE_TOOLS := kubelet kube-proxy
 NODE_TOOLS := $(NODE_KUBE_TOOLS) coredns
-TOOLS := $(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) controller-gen golangci-lint
+TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) controller-gen golangci-lint
 # Third-party CRDs the provenance tests install: Flux's from the Flux tools
 # module, Argo CD's from its module (Argo CD itself is not built).
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
@@ -76,6 +76,17 @@ ifdef CI
 endif
 	go test $(GO_TEST_FLAGS) ./...
 	cd test/tools/dashboard && GOFLAGS=-mod=readonly go test $(GO_TEST_FLAGS) .
+	@$(MAKE) --no-print-directory test-floor
+
+# The envtest suites that also run against the oldest supported Kubernetes
+# (internal/kubeversion.Floor), bin/floor/kube-apiserver: the CRDs' admission
+# (CEL, defaults), the controller's and the version check's; the others run
+# against bin/kube-apiserver only.
+FLOOR_TEST_PACKAGES := ./api/v1alpha1/ ./internal/controller/ ./internal/kubeversion/
+
+.PHONY: test-floor
+test-floor: $(BIN)/floor/kube-apiserver $(BIN)/etcd ## Run the CRD admission, controller and version-check suites against the oldest supported kube-apiserver (bin/floor).
+	EMBEDOPS_KUBE_APISERVER=$(BIN)/floor/kube-apiserver go test $(GO_TEST_FLAGS) $(FLOOR_TEST_PACKAGES)
 
 .PHONY: test-e2e
 test-e2e: tools manifests ## Run the end-to-end tests: the operator on the local cluster, and GitOps with real Flux controllers.
@@ -189,7 +200,7 @@ check-git:
 
 define build-tool
 	@echo "tools: building $(notdir $@) from test/tools/$(1) ($(COLD_BUILD_NOTE))"
-	@mkdir -p $(BIN)
+	@mkdir -p $(@D)
 	cd test/tools/$(1) && GOFLAGS=-mod=readonly go build -o $@ $(2)
 endef
 
@@ -200,6 +211,22 @@ $(addprefix $(BIN)/,$(KUBE_TOOLS)): $(BIN)/%: test/tools/kube/go.mod test/tools/
 # (k8s.io/kubernetes v1.37.2, staging modules at v0.37.2).
 $(addprefix $(BIN)/,$(NODE_KUBE_TOOLS)): $(BIN)/%: test/tools/kube/go.mod test/tools/kube/go.sum
 	$(call build-tool,kube,k8s.io/kubernetes/cmd/$*)
+
+# The floor's kube-apiserver is stamped with its k8s.io/kubernetes version from
+# test/tools/kube-floor/go.mod, as Kubernetes' release build
+# (hack/lib/version.sh) stamps it, so that /version says it rather than an
+# unstamped build's v0.0.0-master and the controller's version check
+# (internal/kubeversion) compares it.
+kube-version = $(shell sed -n 's/^[[:space:]]*k8s\.io\/kubernetes \(v[0-9][0-9.]*\).*/\1/p' test/tools/$(1)/go.mod)
+kube-version-parts = $(subst ., ,$(patsubst v%,%,$(1)))
+kube-ldflags = -ldflags '$(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(addprefix -X $(pkg).,gitVersion=$(1) \
+	gitMajor=$(word 1,$(call kube-version-parts,$(1))) gitMinor=$(word 2,$(call kube-version-parts,$(1)))))'
+KUBE_FLOOR_VERSION := $(call kube-version,kube-floor)
+
+# The oldest supported Kubernetes (internal/kubeversion.Floor): its
+# kube-apiserver from test/tools/kube-floor into bin/floor, for test-floor.
+$(BIN)/floor/kube-apiserver: test/tools/kube-floor/go.mod test/tools/kube-floor/go.sum
+	$(call build-tool,kube-floor,$(call kube-ldflags,$(KUBE_FLOOR_VERSION)) k8s.io/kubernetes/cmd/kube-apiserver)
 
 # Cluster DNS for the real node: CoreDNS from its own Go module, with only
 # the kubernetes, errors, health and ready plugins (test/tools/coredns). A

@@ -53,17 +53,42 @@ func NewScheme() (*runtime.Scheme, error) {
 // crdInstallTimeout bounds the wait for installed CRDs to be served.
 const crdInstallTimeout = 2 * time.Minute
 
-// StartEnv starts kube-apiserver and etcd from ./bin and installs the CRDs
-// from config/crd/bases (or opts.CRDPaths), failing when they are missing.
+// KubeAPIServerEnv names the variable that selects the kube-apiserver
+// envtest starts instead of bin/kube-apiserver: make test-floor sets it to
+// bin/floor/kube-apiserver, the oldest supported Kubernetes. A relative
+// path is taken from the repository root.
+const KubeAPIServerEnv = "EMBEDOPS_KUBE_APISERVER"
+
+// KubeAPIServer returns the kube-apiserver envtest starts: $EMBEDOPS_KUBE_APISERVER
+// when set, else bin/kube-apiserver; an error when it is missing.
+func KubeAPIServer(root string) (string, error) {
+	path := os.Getenv(KubeAPIServerEnv)
+	if path == "" {
+		return Binary(root, "kube-apiserver")
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("the kube-apiserver %s names is missing: run 'make tools' first: %w", KubeAPIServerEnv, err)
+	}
+	return path, nil
+}
+
+// StartEnv starts kube-apiserver (see KubeAPIServer) and etcd from ./bin and
+// installs the CRDs from config/crd/bases (or opts.CRDPaths), failing when
+// they are missing.
 func StartEnv(opts EnvOptions) (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if _, err := Binary(root, name); err != nil {
-			return nil, err
-		}
+	apiServer, err := KubeAPIServer(root)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Binary(root, "etcd"); err != nil {
+		return nil, err
 	}
 	scheme, err := NewScheme()
 	if err != nil {
@@ -82,6 +107,7 @@ func StartEnv(opts EnvOptions) (*Env, error) {
 		// 2-core machine can take longer for Flux's and Argo CD's.
 		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: crdInstallTimeout},
 	}
+	environment.ControlPlane.APIServer = &envtest.APIServer{Path: apiServer}
 	cfg, err := environment.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting envtest: %w", err)

@@ -38,3 +38,20 @@ const (
 	// StatusFieldManager is the field manager of status writes.
 	StatusFieldManager = "embedops-controller-status"
 )
+
+// The schema version the CRDs carry in SchemaVersionAnnotation (the
+// kubebuilder:metadata:annotations marker of each kind). Bump both together
+// whenever a field is added, so that a controller never runs over CRDs that
+// would drop what it writes: `helm upgrade` never upgrades a chart's crds/
+// (Helm's CRD best practices), and under server-side field validation Warn
+// the API server drops a field its CRD lacks.
+const (
+	// SchemaVersionAnnotation holds a CRD's schema version.
+	SchemaVersionAnnotation = "embedops.dev/schema-version"
+	// SchemaVersion is the schema version of this package's CRDs.
+	SchemaVersion = 1
+	// UnversionedSchema is the schema version of CRDs installed before the
+	// annotation existed (release 7c1c4b3 and earlier), whose schema is
+	// version 1's.
+	UnversionedSchema = 1
+)

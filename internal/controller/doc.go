@@ -162,6 +162,7 @@
 // changed.
 //
 // +kubebuilder:rbac:groups=embedops.dev,resources=embeddingservers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=embeddingservers.embedops.dev;modelcachebindings.embedops.dev,verbs=get
 // +kubebuilder:rbac:groups=embedops.dev,resources=modelcachebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=embedops.dev,resources=embeddingservers/status;modelcachebindings/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=embedops.dev,resources=embeddingservers/finalizers;modelcachebindings/finalizers,verbs=update

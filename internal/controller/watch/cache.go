@@ -57,9 +57,17 @@ func CacheOptions(watch labels.Selector) cache.Options {
 // ClientOptions returns the manager's client options: Secrets are never read
 // through the cache, so a stray Get cannot start an informer holding their
 // data; a token or API key Secret is read by name when a reconcile needs it,
-// so memory does not grow with the cluster's Secrets.
+// so memory does not grow with the cluster's Secrets. Every write asks for
+// strict field validation: kube-apiserver's default, Warn, drops a field
+// the installed CRD lacks with only a warning (k8s.io/apiserver v0.37.2
+// pkg/endpoints/handlers/rest.go, fieldValidation), so a controller over
+// CRDs older than itself (helm upgrade leaves crds/ as they were) would
+// lose what it writes without a word; Strict refuses the write instead.
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+	return client.Options{
+		Cache:           &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}},
+		FieldValidation: metav1.FieldValidationStrict,
+	}
 }
 
 // ownedSelector selects objects carrying embedopsv1.NameLabel.

@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -123,4 +124,25 @@ func TestCacheHoldsOnlyLabelledTrimmedPods(t *testing.T) {
 		g.Expect(pods.Items[0].Spec.Containers).To(BeEmpty())
 	}).Should(Succeed())
 
+}
+
+// A write of a field the installed CRD lacks is refused, not dropped with a
+// warning, as kube-apiserver's default validation would: here a field no
+// CRD has stands for one an older CRD lacks.
+func TestTheClientRefusesFieldsTheCRDLacks(t *testing.T) {
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	options := ClientOptions()
+	options.Cache, options.Scheme = nil, env.Scheme
+	c, err := client.New(env.Config, options)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	server := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": embedopsv1.GroupVersion.String(), "kind": embedopsv1.EmbeddingServerKind,
+		"metadata": map[string]any{"namespace": namespace, "name": "tei"},
+		"spec":     map[string]any{"model": map[string]any{"name": "BAAI/bge-small-en-v1.5"}, "fieldFromTheFuture": "x"},
+	}}
+	g.Expect(c.Create(t.Context(), server)).To(MatchError(ContainSubstring(`unknown field "spec.fieldFromTheFuture"`)))
+	delete(server.Object["spec"].(map[string]any), "fieldFromTheFuture")
+	g.Expect(c.Create(t.Context(), server)).To(Succeed())
 }

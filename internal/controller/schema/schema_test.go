@@ -1,0 +1,21 @@
+package schema
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+func TestOlderSchemasAreRefusedByName(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(checkVersion("embeddingservers.embedops.dev", "")).To(Succeed(), "CRDs from before the annotation have schema 1")
+	g.Expect(checkVersion("embeddingservers.embedops.dev", "1")).To(Succeed())
+	g.Expect(checkVersion("embeddingservers.embedops.dev", "2")).To(Succeed(), "a newer CRD keeps every field an older controller writes")
+	err := checkVersion("modelcachebindings.embedops.dev", "0")
+	g.Expect(err).To(MatchError(And(ContainSubstring("modelcachebindings.embedops.dev has schema version 0"),
+		ContainSubstring("kubectl apply --server-side -f charts/embedops/crds/"))))
+	g.Expect(checkVersion("embeddingservers.embedops.dev", "one")).To(MatchError(ContainSubstring("not a schema version")))
+	g.Expect(embedopsv1.SchemaVersion).To(BeNumerically(">=", embedopsv1.UnversionedSchema))
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/embedops/embedops/internal/controller/binding"
 	"github.com/embedops/embedops/internal/controller/ledger"
 	"github.com/embedops/embedops/internal/controller/metrics"
+	"github.com/embedops/embedops/internal/controller/schema"
 	"github.com/embedops/embedops/internal/controller/watch"
 	"github.com/embedops/embedops/internal/kubeversion"
 )
@@ -151,15 +152,21 @@ func SetupReconcilers(ctx context.Context, mgr ctrl.Manager, opts ManagerOptions
 }
 
 // Run checks that the API server's Kubernetes is not older than
-// kubeversion.Floor, then starts a manager with its reconcilers and blocks
-// until ctx ends. Below the floor it returns the check's error, naming the
-// version found, the floor and the upgrade.
+// kubeversion.Floor and that the CRDs are not older than the controller
+// (schema.Check), then starts a manager with its reconcilers and blocks
+// until ctx ends. A failed check returns its error, which names what was
+// found and the upgrade: the controller writes nothing, and its process
+// ends, so it never becomes ready and a rolling upgrade leaves the
+// previous controller running.
 func Run(ctx context.Context, cfg *rest.Config, opts ManagerOptions) error {
 	server, err := kubeversion.CheckConfig(cfg)
 	if err != nil {
 		return err
 	}
 	ctrl.Log.WithName("kubeversion").Info("Kubernetes version", "server", server.GitVersion, "floor", kubeversion.Floor, "compared", server.Compared)
+	if err := schema.CheckConfig(ctx, cfg); err != nil {
+		return err
+	}
 	mgr, err := NewManager(cfg, opts)
 	if err != nil {
 		return err

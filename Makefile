@@ -204,24 +204,30 @@ define build-tool
 	cd test/tools/$(1) && GOFLAGS=-mod=readonly go build -o $@ $(2)
 endef
 
-$(addprefix $(BIN)/,$(KUBE_TOOLS)): $(BIN)/%: test/tools/kube/go.mod test/tools/kube/go.sum
-	$(call build-tool,kube,k8s.io/kubernetes/cmd/$*)
-
-# The kubelet and kube-proxy build from the same module set as kube-apiserver
-# (k8s.io/kubernetes v1.37.2, staging modules at v0.37.2).
-$(addprefix $(BIN)/,$(NODE_KUBE_TOOLS)): $(BIN)/%: test/tools/kube/go.mod test/tools/kube/go.sum
-	$(call build-tool,kube,k8s.io/kubernetes/cmd/$*)
-
-# The floor's kube-apiserver is stamped with its k8s.io/kubernetes version from
-# test/tools/kube-floor/go.mod, as Kubernetes' release build
-# (hack/lib/version.sh) stamps it, so that /version says it rather than an
-# unstamped build's v0.0.0-master and the controller's version check
-# (internal/kubeversion) compares it.
+# Kubernetes' binaries are stamped with their k8s.io/kubernetes version from
+# test/tools/<set>/go.mod, as Kubernetes' release build (hack/lib/version.sh)
+# stamps them, so that /version and --version say it rather than an unstamped
+# build's v0.0.0-master: Helm checks charts/embedops' kubeVersion against it,
+# and the controller's version check (internal/kubeversion) compares it.
 kube-version = $(shell sed -n 's/^[[:space:]]*k8s\.io\/kubernetes \(v[0-9][0-9.]*\).*/\1/p' test/tools/$(1)/go.mod)
 kube-version-parts = $(subst ., ,$(patsubst v%,%,$(1)))
 kube-ldflags = -ldflags '$(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(addprefix -X $(pkg).,gitVersion=$(1) \
 	gitMajor=$(word 1,$(call kube-version-parts,$(1))) gitMinor=$(word 2,$(call kube-version-parts,$(1)))))'
+KUBE_VERSION := $(call kube-version,kube)
 KUBE_FLOOR_VERSION := $(call kube-version,kube-floor)
+
+# A marker per stamped version: binaries built before they were stamped are
+# older than it, so make rebuilds them once.
+$(BIN)/stamps/%:
+	@mkdir -p $(@D) && touch $@
+
+$(addprefix $(BIN)/,$(KUBE_TOOLS)): $(BIN)/%: test/tools/kube/go.mod test/tools/kube/go.sum $(BIN)/stamps/kube-$(KUBE_VERSION)
+	$(call build-tool,kube,$(call kube-ldflags,$(KUBE_VERSION)) k8s.io/kubernetes/cmd/$*)
+
+# The kubelet and kube-proxy build from the same module set as kube-apiserver
+# (k8s.io/kubernetes v1.37.2, staging modules at v0.37.2).
+$(addprefix $(BIN)/,$(NODE_KUBE_TOOLS)): $(BIN)/%: test/tools/kube/go.mod test/tools/kube/go.sum $(BIN)/stamps/kube-$(KUBE_VERSION)
+	$(call build-tool,kube,$(call kube-ldflags,$(KUBE_VERSION)) k8s.io/kubernetes/cmd/$*)
 
 # The oldest supported Kubernetes (internal/kubeversion.Floor): its
 # kube-apiserver from test/tools/kube-floor into bin/floor, for test-floor.

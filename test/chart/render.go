@@ -2,6 +2,7 @@ package chart
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +11,13 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/ignore"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/embedops/embedops/internal/kubeversion"
 )
 
 // Dir is the chart's directory, relative to the repository root.
@@ -25,6 +29,11 @@ type Release struct {
 	Name      string
 	Namespace string
 	Values    map[string]any
+	// KubeVersion is the cluster's Kubernetes version, as `helm template
+	// --kube-version` takes it and as Argo CD passes the cluster's; empty
+	// means the oldest supported, kubeversion.Floor, rather than Helm's
+	// library default v1.20.0, which the chart's kubeVersion refuses.
+	KubeVersion string
 }
 
 // Load reads the chart in dir of fsys as `helm install <dir>` does,
@@ -68,13 +77,19 @@ func Load(fsys filesys.FileSystem, dir string) (*chart.Chart, error) {
 	return loader.LoadFiles(files)
 }
 
-// Render renders c as `helm template --include-crds` does, checking the
-// values against the chart's schema, and returns its objects, CRDs first.
+// Render renders c as `helm template --include-crds --kube-version` does
+// (r.KubeVersion), checking the values against the chart's schema, and
+// returns its objects, CRDs first.
 func Render(c *chart.Chart, r Release) ([]Object, error) {
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.IncludeCRDs = true
 	install.ReleaseName, install.Namespace = r.Name, r.Namespace
+	kubeVersion, err := chartutil.ParseKubeVersion(cmp.Or(r.KubeVersion, "v"+kubeversion.Floor+".0"))
+	if err != nil {
+		return nil, err
+	}
+	install.KubeVersion = kubeVersion
 	values := r.Values
 	if values == nil {
 		values = map[string]any{}

@@ -64,6 +64,9 @@ func argoRepository(t *testing.T, extra ...change) (string, *gitops) {
 		write("charts/bge/.helmignore", chartIgnore),
 		write("charts/bge/templates/server.yaml", chartServer),
 		write("charts/bge/values-prod.yaml", "cache:\n  class: fast\n"),
+		write("charts/gated/Chart.yaml", "apiVersion: v2\nname: gated\nversion: 0.1.0\nkubeVersion: \">=1.34.0-0\"\n"),
+		write("charts/gated/values.yaml", chartValues),
+		write("charts/gated/templates/server.yaml", chartServer),
 		write("env/prod.yaml", "cache:\n  size: 7Gi\n"),
 	}, extra...)
 	commit := h.commit("Serve search with Argo CD", changes...)
@@ -102,6 +105,9 @@ func TestAuditRendersArgoCDSources(t *testing.T) {
 			`{"source":{"repoURL":"` + repoURL + `","path":"charts/bge","helm":{"releaseName":"prod","valueFiles":["values-prod.yaml"],` +
 				`"values":"cache:\n  size: 5Gi\n","parameters":[{"name":"cache.size","value":"8Gi"}]}},"destination":{"namespace":"apps"}}`,
 			argoRendered("apps", "prod-bge", "8Gi"), false},
+		{"helm chart that requires the supported Kubernetes", "charts/gated",
+			`{"source":{"repoURL":"` + repoURL + `","path":"charts/gated"},"destination":{"namespace":"apps"}}`,
+			withClass(argoRendered("apps", "models-bge", "1Gi"), "standard"), false},
 		{"helm valuesObject over values", "charts/bge",
 			`{"source":{"repoURL":"` + repoURL + `","path":"charts/bge","helm":{"values":"cache:\n  size: 5Gi\n","valuesObject":{"cache":{"size":"6Gi","class":"fast"}}}},"destination":{"namespace":"apps"}}`,
 			argoRendered("apps", "models-bge", "6Gi"), false},
@@ -193,4 +199,10 @@ func TestAuditOfArgoCDNonGitSourcesClonesNothing(t *testing.T) {
 			g.Expect(os.ReadDir(cache)).To(BeEmpty(), "nothing is cloned")
 		})
 	}
+}
+
+// withClass is server with its cache on class.
+func withClass(server *embedopsv1.EmbeddingServer, class string) *embedopsv1.EmbeddingServer {
+	server.Spec.Cache.StorageClassName = class
+	return server
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ import (
 	"helm.sh/helm/v3/pkg/ignore"
 	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/yaml"
+
+	"github.com/embedops/embedops/internal/kubeversion"
 )
 
 // argoHelm mirrors argo-cd's ApplicationSourceHelm.
@@ -41,6 +44,17 @@ type argoHelm struct {
 	SkipTests               bool              `json:"skipTests,omitempty"`
 	SkipSchemaValidation    bool              `json:"skipSchemaValidation,omitempty"`
 }
+
+// defaultKubeVersion is the Kubernetes version a chart is rendered for when
+// the Application names none. Argo CD passes its destination cluster's
+// (argo-cd v2.14.21 reposerver/repository/repository.go, helmTemplate:
+// --kube-version), which the audit does not know; Helm's own default,
+// v1.20.0, fails every chart whose kubeVersion asks for a Kubernetes
+// embedops runs on, this project's chart among them. The oldest supported
+// Kubernetes renders those charts; one that branches on the version may
+// render otherwise than it did for a newer cluster, which the audit then
+// reports as a Mismatch.
+var defaultKubeVersion = "v" + kubeversion.Floor + ".0"
 
 // argoHelmParam is argo-cd's HelmParameter.
 type argoHelmParam struct {
@@ -83,10 +97,8 @@ func (a *argo) helm(fs *treeFS, dir string) *rendering {
 	}
 	install.IncludeCRDs, install.SkipSchemaValidation = !h.SkipCrds, h.SkipSchemaValidation
 	install.APIVersions = h.APIVersions
-	if h.KubeVersion != "" {
-		if install.KubeVersion, err = chartutil.ParseKubeVersion(h.KubeVersion); err != nil {
-			return &rendering{err: fmt.Errorf("helm kubeVersion: %w", err)}
-		}
+	if install.KubeVersion, err = chartutil.ParseKubeVersion(cmp.Or(h.KubeVersion, defaultKubeVersion)); err != nil {
+		return &rendering{err: fmt.Errorf("helm kubeVersion: %w", err)}
 	}
 	if deps := chart.Metadata.Dependencies; deps != nil {
 		if err := action.CheckDependencies(chart, deps); err != nil {

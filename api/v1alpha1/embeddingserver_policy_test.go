@@ -139,3 +139,32 @@ func createBudget(t *testing.T, namespace, budget string) error {
 	}
 	return env.Client.Create(t.Context(), pdb, client.DryRunAll)
 }
+
+// spec.rollout.maxSurge takes what a Deployment's maxSurge takes, a count
+// or a percentage of the replicas, and is refused at admission otherwise.
+func TestRolloutMaxSurgeIsCheckedAtAdmission(t *testing.T) {
+	namespace := harness.Namespace(t, env.Client)
+	cases := []struct {
+		name, surge, message string
+	}{
+		{"in place", "0", ""},
+		{"one", "1", ""},
+		{"a percentage", "25%", ""},
+		{"all", "100%", ""},
+		{"negative", "-1", "maxSurge must be a non-negative integer or a percentage from 0% to 100%"},
+		{"more than all", "150%", "maxSurge must be a non-negative integer or a percentage from 0% to 100%"},
+		{"a word", "some", "maxSurge must be a non-negative integer or a percentage from 0% to 100%"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			spec := minimalModel + "rollout:\n  maxSurge: " + tc.surge + "\n"
+			err := env.Client.Create(t.Context(), serverManifest(t, namespace, "s", spec), client.DryRunAll)
+			if tc.message == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.message)))
+		})
+	}
+}

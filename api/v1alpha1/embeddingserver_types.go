@@ -125,6 +125,12 @@ type EmbeddingServerSpec struct {
 	// +optional
 	DisruptionBudget *DisruptionBudgetSpec `json:"disruptionBudget,omitempty"`
 
+	// Rollout shapes how the pods move to new cache storage (a new storage
+	// class, a size the claims cannot grow to, a cache mode), which gives
+	// them a StatefulSet of their own beside the serving one.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
 	// NetworkPolicy, when present, adds a NetworkPolicy "<name>" that admits
 	// ingress to the server's pods on the HTTP port and TEI's metrics port
 	// from the listed peers only. Egress is not restricted, so the pods can
@@ -188,6 +194,25 @@ type DisruptionBudgetSpec struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="minAvailable must be a non-negative integer or a percentage from 0% to 100%"
 	// +optional
 	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
+}
+
+// RolloutSpec shapes a move to new cache storage.
+type RolloutSpec struct {
+	// MaxSurge is how many pods of the new storage may run beyond the
+	// server's replicas while it moves, a number or a percentage of the
+	// replicas (rounded up), as a Deployment's maxSurge. Unset, it is the
+	// disruption budget's maxUnavailable, at least 1 (1 with the default
+	// budget): a new pod starts, and an old one goes once it is ready, so
+	// every replica serves throughout, but a cluster with no room for the
+	// extra pod (a full GPU pool) never finishes the move. 0 replaces the
+	// pods in place within the disruption budget (at least one at a time):
+	// an old pod goes before its successor starts. For one replica that is
+	// an outage until the new pod is ready, which the Ready condition and
+	// an event say.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="maxSurge must be a non-negative integer or a percentage from 0% to 100%"
+	// +optional
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 }
 
 // NetworkPolicySpec lists who may reach a server's pods.
@@ -595,7 +620,7 @@ type ResourceRef struct {
 // EmbeddingServer runs a HuggingFace Text Embeddings Inference server.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=1"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=2"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=es,categories=embedops

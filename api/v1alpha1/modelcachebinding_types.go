@@ -462,7 +462,7 @@ const (
 // ModelCacheBinding records one cache storage decision and its lifetime.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=1"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=2"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcb,categories=embedops
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.decision.mode`

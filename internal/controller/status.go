@@ -103,8 +103,10 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 			server.Status.ReadyReplicas += old.Status.ReadyReplicas
 		}
 		// Once no old StatefulSet keeps a replica, the new one's pods are
-		// the server's; the old ones go once their pods are gone.
-		if !scope.rollout.step.Done() {
+		// the server's; the old ones go once their pods are gone. In place
+		// (maxSurge 0) the move is said until the new pods are ready: a
+		// single replica gives up its only pod at the first step.
+		if !scope.rollout.step.Done() || (surgeOf(server) == 0 && !avail.ready) {
 			avail = availability{false, embedopsv1.InitializingReason, rolloutMessage(r.whyNewStorage(ctx, scope), scope, statefulSet)}
 		}
 	}
@@ -130,7 +132,7 @@ func (r *EmbeddingServerReconciler) reconcileDiagnostics(ctx context.Context, sc
 		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
 	}
 	if found := diagnose.Pods(pods.Items); found != nil {
-		conditions.MarkFalse(server, embedopsv1.ReadyCondition, found.Reason, "%s", found.Message)
+		conditions.MarkFalse(server, embedopsv1.ReadyCondition, found.Reason, "%s", found.Message+surgeAdvice(scope, found))
 	} else {
 		scope.claimsWait = diagnose.WaitingForClaims(pods.Items)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/controller/diagnose"
 	"github.com/embedops/embedops/internal/decision"
 )
 
@@ -144,7 +147,7 @@ func planStorageRollout(scope *serverScope, desired *unstructured.Unstructured) 
 			counts = append(counts, decision.SetReplicas{Name: sts.Name, Replicas: replicasOf(&sts), Ready: sts.Status.ReadyReplicas})
 		}
 	}
-	step := decision.PlanRollout(scope.server.GetReplicas(), surgeOf(scope.server), next, counts)
+	step := decision.PlanRollout(scope.server.GetReplicas(), surgeOf(scope.server), builder.AllowedUnavailable(scope.server), next, counts)
 	_ = unstructured.SetNestedField(desired.Object, int64(step.Next), "spec", "replicas")
 	return &storageRollout{step: step, old: old}
 }
@@ -158,9 +161,19 @@ func replicasOf(sts *appsv1.StatefulSet) int32 {
 	return *sts.Spec.Replicas
 }
 
-// surgeOf is how many new pods a storage change starts at a time: as many
-// as the server's disruption budget lets be unavailable, at least one.
+// surgeOf is how many new pods a storage change starts beyond the
+// server's replicas: spec.rollout.maxSurge, a percentage of the replicas
+// rounded up as a Deployment's maxSurge is (kubernetes v1.37.2
+// pkg/controller/deployment/util/deployment_util.go, ResolveFenceposts);
+// unset, as many as the disruption budget lets be unavailable, at least
+// one. 0 replaces the pods in place (decision.PlanRollout).
 func surgeOf(server *embedopsv1.EmbeddingServer) int32 {
+	if server.Spec.Rollout != nil && server.Spec.Rollout.MaxSurge != nil {
+		surge, err := intstr.GetScaledValueFromIntOrPercent(server.Spec.Rollout.MaxSurge, int(server.GetReplicas()), true)
+		if err == nil {
+			return int32(max(surge, 0))
+		}
+	}
 	return max(builder.AllowedUnavailable(server), 1)
 }
 
@@ -289,8 +302,21 @@ func (r *EmbeddingServerReconciler) reportNewStorage(ctx context.Context, scope 
 		why = "the cache decision changed"
 	}
 	r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason, "Rollout",
-		"moving %d replicas to new volumes on StatefulSet %s, one at a time beside the serving ones: %s",
-		scope.server.GetReplicas(), scope.statefulSetName, why)
+		"moving %d replicas to new volumes on StatefulSet %s, %s: %s",
+		scope.server.GetReplicas(), scope.statefulSetName, howPodsMove(scope.server), why)
+}
+
+// howPodsMove says how a storage change moves the pods: beside the serving
+// ones, or in place (spec.rollout.maxSurge: 0), which for one replica is an
+// outage the user chose.
+func howPodsMove(server *embedopsv1.EmbeddingServer) string {
+	switch {
+	case surgeOf(server) > 0:
+		return "one at a time beside the serving ones"
+	case server.GetReplicas() == 1:
+		return "in place (spec.rollout.maxSurge: 0): the only replica stops before its successor starts, so the server serves nothing until the new pod is ready"
+	}
+	return "in place (spec.rollout.maxSurge: 0): an old pod stops before its successor starts, within the disruption budget"
 }
 
 // rolloutMessage says why the pods move to new volumes and how far they
@@ -307,6 +333,37 @@ func rolloutMessage(why string, scope *serverScope, next *appsv1.StatefulSet) st
 	if why != "" {
 		why = " (" + why + ")"
 	}
+	serving := strings.Join(old, ", ")
+	if surgeOf(scope.server) == 0 {
+		serving += "; " + howPodsMove(scope.server)
+	}
 	return fmt.Sprintf("moving to new cache storage%s: %d/%d replicas of StatefulSet %s ready; serving meanwhile: %s",
-		why, ready, scope.server.GetReplicas(), scope.statefulSetName, strings.Join(old, ", "))
+		why, ready, scope.server.GetReplicas(), scope.statefulSetName, serving)
+}
+
+// surgeAdvice is what an unschedulable pod of a storage change's new
+// StatefulSet adds to Ready's message while the old pods all still run: on
+// a full cluster (every GPU taken) such a surge pod never finds room, and
+// the move never finishes until the pods are replaced in place instead.
+// The wait stays progress until spec.progressDeadline, as every diagnosed
+// wait is.
+func surgeAdvice(scope *serverScope, found *diagnose.Diagnosis) string {
+	if scope.rollout == nil || scope.rollout.step.Done() || found.Reason != embedopsv1.UnschedulableReason ||
+		!isPodOf(found.Message, scope.statefulSetName) || surgeOf(scope.server) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; it is a surge pod of the new storage, which waits for room beside the %d serving ones: "+
+		"set spec.rollout.maxSurge: 0 to replace the pods in place instead", scope.server.GetReplicas())
+}
+
+// isPodOf reports whether a diagnosis message ("pod <name>: ...") names a
+// pod of StatefulSet statefulSet, "<statefulSet>-<ordinal>".
+func isPodOf(message, statefulSet string) bool {
+	rest, ok := strings.CutPrefix(message, "pod "+statefulSet+"-")
+	if !ok {
+		return false
+	}
+	ordinal, _, ok := strings.Cut(rest, ":")
+	_, err := strconv.Atoi(ordinal)
+	return ok && err == nil
 }

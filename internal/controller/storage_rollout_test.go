@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -316,4 +317,61 @@ func readyServerAndBinding(t *testing.T, g *WithT, server *embedopsv1.EmbeddingS
 	markStatefulSetReady(t, g, key)
 	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
 	return key, waitForBinding(t, g, key, "").Name
+}
+
+// With spec.rollout.maxSurge: 0 a one-replica server's only pod goes before
+// its successor starts, which asks for no room beside it (a full GPU pool),
+// and the Ready condition and the event say the server serves nothing
+// meanwhile.
+func TestSingleReplicaStorageChangeWithoutSurgeReplacesInPlace(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key, _ := readyServerAndBinding(t, g, fixtures.EmbeddingServer(namespace, "one", fixtures.WithMaxSurge(intstr.FromInt32(0))))
+
+	updateServer(t, g, key, fixtures.WithCacheMode(embedopsv1.CacheModeShared))
+	var next types.NamespacedName
+	g.Eventually(func(g Gomega) {
+		sets := statefulSetsOf(t, g, namespace)
+		g.Expect(sets).To(HaveLen(2))
+		next = types.NamespacedName{Namespace: namespace, Name: sets[1].Name}
+		g.Expect(replicasOf(&sets[0])).To(BeZero(), "the only old pod goes first")
+		g.Expect(replicasOf(&sets[1])).To(Equal(int32(1)))
+		ready := conditions.Get(getServer(t, g, key), embedopsv1.ReadyCondition)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Message).To(ContainSubstring("in place (spec.rollout.maxSurge: 0): the only replica stops before its successor starts, so the server serves nothing until the new pod is ready"))
+	}).Should(Succeed())
+	g.Expect(eventsAbout(t, g, namespace, key.Name, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason)).To(ConsistOf(
+		HaveField("Message", ContainSubstring("in place (spec.rollout.maxSurge: 0)"))))
+
+	markStatefulSetReady(t, g, next)
+	expectDrainedTo(t, g, namespace, next.Name)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+}
+
+// A surge pod with no room beside the serving one (every GPU taken) keeps
+// the server waiting, which it says, naming the way out; the wait is
+// progress until spec.progressDeadline, as every diagnosed wait is.
+func TestASurgePodWithoutRoomNamesMaxSurgeZero(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key, _ := readyServerAndBinding(t, g, fixtures.EmbeddingServer(namespace, "gpu"))
+
+	updateServer(t, g, key, fixtures.WithCacheSize("20Gi"))
+	var next types.NamespacedName
+	g.Eventually(func(g Gomega) {
+		sets := statefulSetsOf(t, g, namespace)
+		g.Expect(sets).To(HaveLen(2))
+		for _, sts := range sets {
+			if sts.Name != key.Name {
+				next = client.ObjectKeyFromObject(&sts)
+			}
+		}
+	}).Should(Succeed())
+	createPodUnschedulableFor(t, g, next, "0", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+	g.Eventually(func(g Gomega) {
+		server := getServer(t, g, key)
+		ready := conditions.Get(server, embedopsv1.ReadyCondition)
+		g.Expect(ready.Reason).To(Equal(embedopsv1.UnschedulableReason))
+		g.Expect(ready.Message).To(And(ContainSubstring("Insufficient nvidia.com/gpu"), ContainSubstring("set spec.rollout.maxSurge: 0 to replace the pods in place")))
+		g.Expect(conditions.IsTrue(server, embedopsv1.ReconcilingCondition)).To(BeTrue(), "progress until the deadline")
+		g.Expect(conditions.Has(server, embedopsv1.StalledCondition)).To(BeFalse())
+	}).Should(Succeed())
 }

@@ -97,31 +97,54 @@ func (s RolloutStep) Done() bool {
 }
 
 // PlanRollout moves a server of desired replicas from its old
-// StatefulSets to next, surge first: next starts up to surge pods (at least
-// one) beyond those ready, never more than desired; the old ones keep as
-// many replicas as next lacks ready ones, those with more ready pods first.
-// So the ready pods of the server never drop below desired while the old
-// ones were all ready, and an old pod goes only once a new one serves in
-// its place. The same observation always gives the same step; a newer
-// storage change simply becomes next, and the half-filled StatefulSet of
-// the previous one drains with the other old ones.
-func PlanRollout(desired, surge int32, next SetReplicas, old []SetReplicas) RolloutStep {
-	desired, surge = max(desired, 0), max(surge, 1)
-	step := RolloutStep{
-		Next: min(desired, max(next.Replicas, next.Ready+surge)),
-		Old:  make(map[string]int32, len(old)),
+// StatefulSets to next. With a surge (at least one), surge first: next
+// starts up to surge pods beyond those ready, never more than desired; the
+// old ones keep as many replicas as next lacks ready ones, those with more
+// ready pods first. So the ready pods of the server never drop below
+// desired while the old ones were all ready, and an old pod goes only once
+// a new one serves in its place. Without a surge (0), in place: the old
+// ones give up to unavailable pods (at least one) beyond those next has
+// ready, and next asks for what they gave up, so the server never asks
+// for more than desired pods and an old pod goes before its successor
+// starts. The same observation always gives the same step; a newer storage
+// change simply becomes next, and the half-filled StatefulSet of the
+// previous one drains with the other old ones.
+func PlanRollout(desired, surge, unavailable int32, next SetReplicas, old []SetReplicas) RolloutStep {
+	desired = max(desired, 0)
+	if surge <= 0 {
+		return planInPlace(desired, max(unavailable, 1), next, old)
 	}
-	budget := max(desired-next.Ready, 0)
+	return RolloutStep{
+		Next: min(desired, max(next.Replicas, next.Ready+surge)),
+		Old:  keepOld(max(desired-next.Ready, 0), old),
+	}
+}
+
+// planInPlace is PlanRollout without a surge.
+func planInPlace(desired, unavailable int32, next SetReplicas, old []SetReplicas) RolloutStep {
+	step := RolloutStep{Old: keepOld(max(desired-next.Ready-unavailable, 0), old)}
+	kept := int32(0)
+	for _, replicas := range step.Old {
+		kept += replicas
+	}
+	step.Next = min(desired, max(next.Replicas, desired-kept))
+	return step
+}
+
+// keepOld spreads budget replicas over the old StatefulSets, those with more
+// ready pods first, none above what it asks for now.
+func keepOld(budget int32, old []SetReplicas) map[string]int32 {
+	kept := make(map[string]int32, len(old))
 	sorted := slices.Clone(old)
 	slices.SortFunc(sorted, func(a, b SetReplicas) int {
 		return cmp.Or(cmp.Compare(b.Ready, a.Ready), cmp.Compare(a.Name, b.Name))
 	})
 	for _, set := range sorted {
 		keep := min(max(set.Replicas, 0), budget)
-		step.Old[set.Name] = keep
+		kept[set.Name] = keep
 		budget -= keep
 	}
-	return step
+	return kept
 }
 
 // WhyNewStorage says why decision next cannot be served from the storage

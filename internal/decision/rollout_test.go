@@ -50,7 +50,7 @@ func TestPlanRolloutKeepsTheReadyPodsAtTheDesiredCount(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			step := decision.PlanRollout(tc.desired, tc.surge, tc.next, tc.old)
+			step := decision.PlanRollout(tc.desired, tc.surge, 1, tc.next, tc.old)
 			g.Expect(step).To(Equal(tc.want))
 			g.Expect(step.Done()).To(Equal(tc.done))
 			ready := tc.next.Ready
@@ -59,6 +59,53 @@ func TestPlanRolloutKeepsTheReadyPodsAtTheDesiredCount(t *testing.T) {
 			}
 			g.Expect(ready).To(BeNumerically(">=", min(tc.desired, tc.next.Ready+totalReady(tc.old))),
 				"the step takes away a ready pod that no new pod replaces")
+		})
+	}
+}
+
+// Without a surge the pods are replaced in place: an old pod goes before
+// its successor starts, never more than the budget's unavailable at once,
+// and the server never asks for more pods than its replicas.
+func TestPlanRolloutWithoutASurgeReplacesInPlace(t *testing.T) {
+	set := func(name string, replicas, ready int32) decision.SetReplicas {
+		return decision.SetReplicas{Name: name, Replicas: replicas, Ready: ready}
+	}
+	cases := []struct {
+		name        string
+		desired     int32
+		unavailable int32
+		next        decision.SetReplicas
+		old         []decision.SetReplicas
+		want        decision.RolloutStep
+	}{
+		{"a single replica goes before its successor starts", 1, 0, set("n", 0, 0), []decision.SetReplicas{set("o", 1, 1)},
+			decision.RolloutStep{Next: 1, Old: map[string]int32{"o": 0}}},
+		{"three replicas give up one at a time", 3, 1, set("n", 0, 0), []decision.SetReplicas{set("o", 3, 3)},
+			decision.RolloutStep{Next: 1, Old: map[string]int32{"o": 2}}},
+		{"the next old pod goes once its successor is ready", 3, 1, set("n", 1, 1), []decision.SetReplicas{set("o", 2, 2)},
+			decision.RolloutStep{Next: 2, Old: map[string]int32{"o": 1}}},
+		{"a successor not ready yet holds the old ones", 3, 1, set("n", 1, 0), []decision.SetReplicas{set("o", 2, 2)},
+			decision.RolloutStep{Next: 1, Old: map[string]int32{"o": 2}}},
+		{"a larger budget replaces more at once", 4, 2, set("n", 0, 0), []decision.SetReplicas{set("o", 4, 4)},
+			decision.RolloutStep{Next: 2, Old: map[string]int32{"o": 2}}},
+		{"the last old pod goes", 3, 1, set("n", 2, 2), []decision.SetReplicas{set("o", 1, 1)},
+			decision.RolloutStep{Next: 3, Old: map[string]int32{"o": 0}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			step := decision.PlanRollout(tc.desired, 0, tc.unavailable, tc.next, tc.old)
+			g.Expect(step).To(Equal(tc.want))
+			asked := step.Next
+			for _, replicas := range step.Old {
+				asked += replicas
+			}
+			g.Expect(asked).To(BeNumerically("<=", tc.desired), "no pod beyond the replicas")
+			ready := tc.next.Ready
+			for _, o := range tc.old {
+				ready += min(o.Ready, step.Old[o.Name])
+			}
+			g.Expect(ready).To(BeNumerically(">=", tc.desired-max(tc.unavailable, 1)), "no more unavailable than the budget")
 		})
 	}
 }

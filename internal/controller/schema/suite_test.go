@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -33,7 +34,7 @@ func TestTheInstalledCRDsCarryTheControllersSchemaVersion(t *testing.T) {
 	for _, name := range CRDs {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		g.Expect(reader.Get(t.Context(), client.ObjectKey{Name: name}, crd)).To(Succeed())
-		g.Expect(crd.Annotations).To(HaveKeyWithValue(embedopsv1.SchemaVersionAnnotation, "1"), "CRD %s", name)
+		g.Expect(crd.Annotations).To(HaveKeyWithValue(embedopsv1.SchemaVersionAnnotation, strconv.Itoa(embedopsv1.SchemaVersion)), "CRD %s", name)
 	}
 
 	crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -45,7 +46,7 @@ func TestTheInstalledCRDsCarryTheControllersSchemaVersion(t *testing.T) {
 		live := &apiextensionsv1.CustomResourceDefinition{}
 		if reader.Get(context.Background(), client.ObjectKey{Name: CRDs[1]}, live) == nil {
 			restored := live.DeepCopy()
-			restored.Annotations[embedopsv1.SchemaVersionAnnotation] = "1"
+			restored.Annotations[embedopsv1.SchemaVersionAnnotation] = strconv.Itoa(embedopsv1.SchemaVersion)
 			_ = reader.Patch(context.Background(), restored, client.MergeFrom(live))
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -80,6 +81,11 @@ func TestUpgradeInPlace(t *testing.T) {
 		g.Expect(commit).NotTo(BeEmpty(), "binding %s: the previous release's populator recorded no commit", name)
 	}
 
+	// helm upgrade leaves crds/ as they were: over the previous release's
+	// CRDs, the current controller starts only if their schema is its own.
+	expectRefusedOverOlderCRDs(t, g, current, kubeconfig)
+	compareSnapshots(t, before, takeSnapshot(ctx, g, namespace))
+
 	// The upgrade: the working tree's CRDs over the previous ones, then its
 	// controller. Until the Deployment has rolled, the previous controller
 	// runs on the current CRDs: it reconciles every server once there.
@@ -98,6 +104,35 @@ func TestUpgradeInPlace(t *testing.T) {
 	compareSnapshots(t, before, after)
 	expectReadable(ctx, g, objects, after)
 	expectStorageVersionPlan(ctx, g)
+}
+
+// expectRefusedOverOlderCRDs starts the current controller over the
+// installed CRDs, the previous release's: when their
+// embedopsv1.SchemaVersionAnnotation is older than the controller's, it
+// exits before it is ready, naming the CRD and the command that upgrades
+// it (and the caller checks that it wrote nothing). CRDs of the
+// controller's own schema are left to the rest of the test.
+func expectRefusedOverOlderCRDs(t *testing.T, g *WithT, binary, kubeconfig string) {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Name: crdNames[0]}, crd)).To(Succeed())
+	version := embedopsv1.UnversionedSchema
+	if annotation, ok := crd.Annotations[embedopsv1.SchemaVersionAnnotation]; ok {
+		var err error
+		version, err = strconv.Atoi(annotation)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	if version >= embedopsv1.SchemaVersion {
+		t.Logf("the previous release's CRDs have the current schema (%d): the controller would start over them", version)
+		return
+	}
+	proc, err := harness.StartController(t.Context(), binary, kubeconfig, controllerArgs...)
+	if err == nil {
+		_ = proc.Stop()
+	}
+	g.Expect(err).To(MatchError(And(ContainSubstring("exited before it was ready"),
+		ContainSubstring(fmt.Sprintf("has schema version %d, older than this controller's %d", version, embedopsv1.SchemaVersion)),
+		ContainSubstring("kubectl apply --server-side -f charts/embedops/crds/"))))
 }
 
 // startController starts a release's controller, described by what, and

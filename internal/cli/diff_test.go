@@ -296,3 +296,16 @@ func TestDiffNamesAnExistingClaimAsTheCache(t *testing.T) {
 	g.Expect(cacheOf(embedopsv1.CacheDecision{Mode: embedopsv1.CacheModeShared, ExistingClaim: "models"})).To(Equal("existing claim models"))
 	g.Expect(cacheOf(embedopsv1.CacheDecision{Mode: embedopsv1.CacheModeShared, Size: resource.MustParse("20Gi"), StorageClassName: "fast"})).To(Equal("Shared 20Gi fast"))
 }
+
+// A server whose move stops a pod before its successor starts says so in
+// its Rolls column.
+func TestDiffRowsSayWhichMovesReplaceInPlace(t *testing.T) {
+	report := &diffReport{Servers: []decision.ServerChange{
+		{Server: "ns/gpu", Rolls: true, InPlace: true}, {Server: "ns/cpu", Rolls: true}, {Server: "ns/idle"},
+	}}
+	var rolls []string
+	for _, row := range diffRows(report, func(s string) string { return s }) {
+		rolls = append(rolls, row.server+": "+row.rolls)
+	}
+	NewWithT(t).Expect(rolls).To(Equal([]string{"ns/gpu: yes, in place (maxSurge 0)", "ns/cpu: yes", "ns/idle: no"}))
+}

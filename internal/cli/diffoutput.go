@@ -88,7 +88,10 @@ func diffRows(report *diffReport, quote func(string) string) []diffRow {
 	var rows []diffRow
 	for _, server := range report.Servers {
 		rolls := "no"
-		if server.Rolls {
+		switch {
+		case server.InPlace:
+			rolls = "yes, in place (maxSurge 0)"
+		case server.Rolls:
 			rolls = "yes"
 		}
 		if len(server.Caches) == 0 {

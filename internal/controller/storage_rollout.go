@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -162,17 +161,12 @@ func replicasOf(sts *appsv1.StatefulSet) int32 {
 }
 
 // surgeOf is how many new pods a storage change starts beyond the
-// server's replicas: spec.rollout.maxSurge, a percentage of the replicas
-// rounded up as a Deployment's maxSurge is (kubernetes v1.37.2
-// pkg/controller/deployment/util/deployment_util.go, ResolveFenceposts);
-// unset, as many as the disruption budget lets be unavailable, at least
-// one. 0 replaces the pods in place (decision.PlanRollout).
+// server's replicas: spec.rollout.maxSurge (decision.MaxSurge); unset, as
+// many as the disruption budget lets be unavailable, at least one. 0
+// replaces the pods in place (decision.PlanRollout).
 func surgeOf(server *embedopsv1.EmbeddingServer) int32 {
-	if server.Spec.Rollout != nil && server.Spec.Rollout.MaxSurge != nil {
-		surge, err := intstr.GetScaledValueFromIntOrPercent(server.Spec.Rollout.MaxSurge, int(server.GetReplicas()), true)
-		if err == nil {
-			return int32(max(surge, 0))
-		}
+	if surge, set := decision.MaxSurge(server); set {
+		return surge
 	}
 	return max(builder.AllowedUnavailable(server), 1)
 }

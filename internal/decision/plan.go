@@ -52,6 +52,10 @@ type ServerChange struct {
 	// it exists before and after and its storage (claim template or Shared
 	// claim) changes. Pods that roll in place (KeepRevised) do not move.
 	Rolls bool `json:"rolls"`
+	// InPlace reports that the move replaces the pods in place
+	// (spec.rollout.maxSurge 0): an old pod stops before its successor
+	// starts, which for one replica is an outage.
+	InPlace bool `json:"inPlace,omitempty"`
 	// Caches are the decisions the server uses after the change (Create,
 	// Keep or a successor's Keep action), then the one it leaves when that
 	// retires.
@@ -169,6 +173,7 @@ func NewPlan(from, to []*embedopsv1.EmbeddingServer, facts Facts) (*Plan, error)
 			})
 		}
 		change.Rolls = old != nil && updated != nil && !sameStorage(old, updated, successors)
+		change.InPlace = change.Rolls && ReplacesInPlace(updated.server)
 		if len(change.Caches) > 0 || change.Rolls {
 			plan.Servers = append(plan.Servers, change)
 		}

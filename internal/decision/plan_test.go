@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
@@ -151,4 +152,24 @@ func TestPlanRefusesAServerItCannotDecide(t *testing.T) {
 	_, err := decision.NewPlan(nil, servers(bad), decision.Facts{})
 	g.Expect(err).To(MatchError(decision.ErrInvalidSpec))
 	g.Expect(err).To(MatchError(ContainSubstring("after the change: server ns/a")))
+}
+
+// A move to new storage with spec.rollout.maxSurge: 0 is marked in place,
+// so a review sees which servers stop a pod before its successor starts;
+// the default surge, or a change that moves no pod, is not.
+func TestPlanMarksMovesWithoutSurge(t *testing.T) {
+	es := fixtures.EmbeddingServer
+	inPlace := fixtures.WithMaxSurge(intstr.FromInt32(0))
+	g := NewWithT(t)
+	plan, err := decision.NewPlan(servers(es("ns", "gpu", inPlace), es("ns", "cpu"), es("ns", "kept", inPlace)),
+		servers(es("ns", "gpu", inPlace, fixtures.WithStorageClass("fast")), es("ns", "cpu", fixtures.WithStorageClass("fast")),
+			es("ns", "kept", inPlace, fixtures.WithRetainFor(time.Hour))), decision.Facts{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changeOf(g, plan, "ns/gpu")).To(And(HaveField("Rolls", BeTrue()), HaveField("InPlace", BeTrue())))
+	g.Expect(changeOf(g, plan, "ns/cpu")).To(And(HaveField("Rolls", BeTrue()), HaveField("InPlace", BeFalse())))
+	g.Expect(changeOf(g, plan, "ns/kept").InPlace).To(BeFalse(), "a new lifetime moves no pod")
+
+	g.Expect(decision.ReplacesInPlace(es("ns", "a", fixtures.WithMaxSurge(intstr.FromString("0%"))))).To(BeTrue())
+	g.Expect(decision.ReplacesInPlace(es("ns", "a", fixtures.WithMaxSurge(intstr.FromString("10%"))))).To(BeFalse(), "10% of one replica rounds up to 1")
+	g.Expect(decision.ReplacesInPlace(es("ns", "a"))).To(BeFalse())
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
@@ -94,6 +96,28 @@ func (s RolloutStep) Done() bool {
 		}
 	}
 	return true
+}
+
+// MaxSurge is spec.rollout.maxSurge resolved against the server's replicas,
+// a percentage rounded up as a Deployment's maxSurge is (kubernetes v1.37.2
+// pkg/controller/deployment/util/deployment_util.go, ResolveFenceposts);
+// set is false when the spec leaves it to the disruption budget.
+func MaxSurge(server *embedopsv1.EmbeddingServer) (surge int32, set bool) {
+	if server.Spec.Rollout == nil || server.Spec.Rollout.MaxSurge == nil {
+		return 0, false
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(server.Spec.Rollout.MaxSurge, int(server.GetReplicas()), true)
+	if err != nil {
+		return 0, false
+	}
+	return int32(max(n, 0)), true
+}
+
+// ReplacesInPlace reports whether the server's move to new storage stops
+// an old pod before its successor starts (spec.rollout.maxSurge 0).
+func ReplacesInPlace(server *embedopsv1.EmbeddingServer) bool {
+	surge, set := MaxSurge(server)
+	return set && surge == 0
 }
 
 // PlanRollout moves a server of desired replicas from its old

@@ -185,9 +185,15 @@ func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, sc
 		if !sts.DeletionTimestamp.IsZero() {
 			continue
 		}
-		deleted, err := r.scaleOldStatefulSet(ctx, sts, rollout.step.Old[sts.Name])
+		keep, had := rollout.step.Old[sts.Name], replicasOf(sts)
+		deleted, err := r.scaleOldStatefulSet(ctx, sts, keep)
 		if err != nil {
 			return err
+		}
+		if keep < had && surgeOf(scope.server) == 0 {
+			r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason, "Rollout",
+				"StatefulSet %s gives up %d of its %d replicas before StatefulSet %s starts theirs: %s",
+				sts.Name, had-keep, had, scope.statefulSetName, howPodsMove(scope.server))
 		}
 		if !deleted {
 			entry := inventoryRef(sts.Namespace, sts.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))

@@ -339,8 +339,11 @@ func TestSingleReplicaStorageChangeWithoutSurgeReplacesInPlace(t *testing.T) {
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Message).To(ContainSubstring("in place (spec.rollout.maxSurge: 0): the only replica stops before its successor starts, so the server serves nothing until the new pod is ready"))
 	}).Should(Succeed())
-	g.Expect(eventsAbout(t, g, namespace, key.Name, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason)).To(ConsistOf(
-		HaveField("Message", ContainSubstring("in place (spec.rollout.maxSurge: 0)"))))
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventsAbout(t, g, namespace, key.Name, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason)).To(ContainElement(
+			HaveField("Message", And(ContainSubstring("StatefulSet one gives up 1 of its 1 replicas before StatefulSet "),
+				ContainSubstring("in place (spec.rollout.maxSurge: 0): the only replica stops before its successor starts")))))
+	}).Should(Succeed())
 
 	markStatefulSetReady(t, g, next)
 	expectDrainedTo(t, g, namespace, next.Name)

@@ -77,7 +77,11 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 	case err == nil:
 		keepLiveSelector(statefulSet, live)
 		keepLiveClaimTemplates(statefulSet, live)
-		keepLiveLifecycle(statefulSet, live)
+		if keepLiveLifecycle(statefulSet, live) {
+			if err := r.restoreDrain(ctx, server, statefulSet, live); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,19 +120,52 @@ func sameBeyondDefaults(built, live *corev1.PersistentVolumeClaim) bool {
 
 // keepLiveLifecycle leaves a live StatefulSet's TEI container without
 // builder.DrainLifecycle when it was made without it (by a release before
-// it): the pod template would change, and the upgrade would restart every
-// replica of every server for it. Such a StatefulSet gets it when it is
-// made anew, as every storage change makes one; a lifecycle spec.podTemplate
-// sets is kept as written.
-func keepLiveLifecycle(desired, live *appsv1.StatefulSet) {
+// it), and reports whether it did: the pod template would change for it
+// alone, and the upgrade would restart every replica of every server. Once
+// anything else changes the template, the pods roll anyway and get the
+// drain with it (restoreDrain); a lifecycle spec.podTemplate sets is kept
+// as written.
+func keepLiveLifecycle(desired, live *appsv1.StatefulSet) bool {
 	if live == nil {
-		return
+		return false
 	}
 	want := teiContainer(&desired.Spec.Template)
 	have := teiContainer(&live.Spec.Template)
 	if want != nil && have != nil && have.Lifecycle == nil && equality.Semantic.DeepEqual(want.Lifecycle, builder.DrainLifecycle()) {
 		want.Lifecycle = nil
+		return true
 	}
+	return false
+}
+
+// restoreDrain puts builder.DrainLifecycle back into the desired TEI
+// container when the rest of the pod template would change the live
+// StatefulSet's anyway, which a server-side dry run of the desired
+// StatefulSet tells, API defaults included: a roll that restarts the pods
+// for another change drains them too. A StatefulSet the API server would
+// refuse in place is replaced, with new pods, so it drains as well.
+func (r *EmbeddingServerReconciler) restoreDrain(ctx context.Context, server *embedopsv1.EmbeddingServer, desired, live *appsv1.StatefulSet) error {
+	objects, err := childObjects(server, desired.DeepCopy())
+	if err != nil {
+		return err
+	}
+	probe := objects[0]
+	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.DryRunAll, client.ForceOwnership, client.FieldOwner(embedopsv1.FieldManager))
+	rolls := apierrors.IsInvalid(err)
+	if err != nil && !rolls {
+		return fmt.Errorf("dry-running the StatefulSet: %w", err)
+	}
+	if !rolls {
+		applied := &appsv1.StatefulSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(probe.Object, applied); err != nil {
+			return fmt.Errorf("reading the dry run's StatefulSet: %w", err)
+		}
+		rolls = !equality.Semantic.DeepEqual(applied.Spec.Template, live.Spec.Template)
+	}
+	if container := teiContainer(&desired.Spec.Template); rolls && container != nil {
+		container.Lifecycle = builder.DrainLifecycle()
+	}
+	return nil
 }
 
 // teiContainer is the template's TEI container, nil when it has none.

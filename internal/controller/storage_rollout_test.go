@@ -292,6 +292,14 @@ func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
 		g.Expect(live.Generation).To(Equal(edited.Generation), "the pod template is left as it is")
 		g.Expect(teiContainer(&live.Spec.Template).Lifecycle).To(BeNil())
 	}).Should(Succeed())
+
+	// A change that restarts the pods anyway gives them the drain too.
+	updateServer(t, g, key, fixtures.WithEnv(corev1.EnvVar{Name: "MAX_CLIENT_BATCH_SIZE", Value: "16"}))
+	g.Eventually(func(g Gomega) {
+		live := statefulSetOf(t, g, key)
+		g.Expect(teiContainer(&live.Spec.Template).Env).To(ContainElement(HaveField("Name", "MAX_CLIENT_BATCH_SIZE")))
+		g.Expect(teiContainer(&live.Spec.Template).Lifecycle).To(Equal(builder.DrainLifecycle()), "the pods roll anyway: they drain")
+	}).Should(Succeed())
 }
 
 func TestRevertDuringARolloutServesFromTheOldStatefulSet(t *testing.T) {

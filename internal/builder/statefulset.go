@@ -33,7 +33,8 @@ const (
 	// metricsPortEnv and metricsPortFlag set TEI's Prometheus port.
 	metricsPortEnv  = "PROMETHEUS_PORT"
 	metricsPortFlag = "--prometheus-port"
-	// healthPath is TEI's health endpoint, probed by all three probes.
+	// healthPath is TEI's health endpoint, probed by the startup and
+	// readiness probes.
 	healthPath = "/health"
 	// defaultContainerAnnotation makes kubectl logs and exec pick the TEI
 	// container when a patch adds sidecars.
@@ -62,7 +63,7 @@ const (
 	readinessPeriodSeconds    = 10
 	readinessFailureThreshold = 3
 	// livenessPeriodSeconds and livenessFailureThreshold restart a pod after
-	// 2 minutes of failed health checks, well after it stopped receiving
+	// 2 minutes without a listener, well after it stopped receiving
 	// traffic.
 	livenessPeriodSeconds    = 20
 	livenessFailureThreshold = 6
@@ -164,7 +165,7 @@ func container(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) co
 		VolumeMounts:    append([]corev1.VolumeMount{cache.volumeMount()}, caBundleMounts(server)...),
 		StartupProbe:    probe(startupPeriodSeconds, startupFailureThreshold),
 		ReadinessProbe:  probe(readinessPeriodSeconds, readinessFailureThreshold),
-		LivenessProbe:   probe(livenessPeriodSeconds, livenessFailureThreshold),
+		LivenessProbe:   LivenessProbe(),
 		SecurityContext: containerSecurityContext(),
 		Lifecycle:       DrainLifecycle(),
 	}
@@ -334,6 +335,25 @@ func port(server *embedopsv1.EmbeddingServer) int32 {
 		return defaultPort
 	}
 	return server.Spec.Port
+}
+
+// LivenessProbe opens a TCP connection to TEI's HTTP port. TEI answers
+// /health by sending BackendCommand::Health down the same channel as the
+// embedding batches (TEI v1.9 backends/src/lib.rs), so a saturated server
+// answers it only after the batches before it and misses the probe's
+// timeout: a liveness probe on /health restarts a server when it is
+// busiest. The router's listener accepts connections whatever the queue
+// (router/src/http/server.rs, axum::serve on its TcpListener), so a
+// connection shows that the process lives; readiness stays on /health and
+// takes a saturated pod out of the Service instead.
+func LivenessProbe() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}},
+		PeriodSeconds:    livenessPeriodSeconds,
+		TimeoutSeconds:   probeTimeoutSeconds,
+		SuccessThreshold: 1,
+		FailureThreshold: livenessFailureThreshold,
+	}
 }
 
 // probe is an HTTP GET of healthPath on the container port.

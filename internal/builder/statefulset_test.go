@@ -201,23 +201,25 @@ func TestStatefulSetProbes(t *testing.T) {
 	window := func(p *corev1.Probe) time.Duration {
 		return time.Duration(p.PeriodSeconds*p.FailureThreshold) * time.Second
 	}
+	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}}
+	// Liveness never asks /health, which waits behind TEI's batches.
+	listener := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}
 	cases := []struct {
 		name      string
 		probe     *corev1.Probe
+		handler   corev1.ProbeHandler
 		minWindow time.Duration
 		maxWindow time.Duration
 	}{
-		{"startup waits for a long download", c.StartupProbe, time.Hour, 2 * time.Hour},
-		{"readiness reacts quickly", c.ReadinessProbe, 10 * time.Second, time.Minute},
-		{"liveness is slower than readiness", c.LivenessProbe, window(c.ReadinessProbe) + time.Second, 5 * time.Minute},
+		{"startup waits for a long download", c.StartupProbe, health, time.Hour, 2 * time.Hour},
+		{"readiness reacts quickly", c.ReadinessProbe, health, 10 * time.Second, time.Minute},
+		{"liveness is slower than readiness and asks the listener only", c.LivenessProbe, listener, window(c.ReadinessProbe) + time.Second, 5 * time.Minute},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(tc.probe).NotTo(BeNil())
-			g.Expect(tc.probe.HTTPGet).To(Equal(&corev1.HTTPGetAction{
-				Path: "/health", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP,
-			}))
+			g.Expect(tc.probe.ProbeHandler).To(Equal(tc.handler))
 			g.Expect(tc.probe.TimeoutSeconds).To(BeNumerically(">=", 1))
 			g.Expect(tc.probe.SuccessThreshold).To(Equal(int32(1)))
 			g.Expect(window(tc.probe)).To(And(BeNumerically(">=", tc.minWindow), BeNumerically("<=", tc.maxWindow)))

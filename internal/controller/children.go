@@ -77,8 +77,9 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 	case err == nil:
 		keepLiveSelector(statefulSet, live)
 		keepLiveClaimTemplates(statefulSet, live)
-		if keepLiveLifecycle(statefulSet, live) {
-			if err := r.restoreDrain(ctx, server, statefulSet, live); err != nil {
+		drain, liveness := keepLiveLifecycle(statefulSet, live), keepLiveLiveness(statefulSet, live)
+		if drain || liveness {
+			if err := r.restoreUpgrades(ctx, server, statefulSet, live, drain, liveness); err != nil {
 				return ctrl.Result{}, err
 			}
 		}

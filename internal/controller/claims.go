@@ -123,8 +123,8 @@ func sameBeyondDefaults(built, live *corev1.PersistentVolumeClaim) bool {
 // it), and reports whether it did: the pod template would change for it
 // alone, and the upgrade would restart every replica of every server. Once
 // anything else changes the template, the pods roll anyway and get the
-// drain with it (restoreDrain); a lifecycle spec.podTemplate sets is kept
-// as written.
+// drain with it (restoreUpgrades); a lifecycle spec.podTemplate sets is
+// kept as written.
 func keepLiveLifecycle(desired, live *appsv1.StatefulSet) bool {
 	if live == nil {
 		return false
@@ -138,13 +138,34 @@ func keepLiveLifecycle(desired, live *appsv1.StatefulSet) bool {
 	return false
 }
 
-// restoreDrain puts builder.DrainLifecycle back into the desired TEI
-// container when the rest of the pod template would change the live
-// StatefulSet's anyway, which a server-side dry run of the desired
-// StatefulSet tells, API defaults included: a roll that restarts the pods
-// for another change drains them too. A StatefulSet the API server would
-// refuse in place is replaced, with new pods, so it drains as well.
-func (r *EmbeddingServerReconciler) restoreDrain(ctx context.Context, server *embedopsv1.EmbeddingServer, desired, live *appsv1.StatefulSet) error {
+// keepLiveLiveness leaves a live StatefulSet's TEI container with the
+// liveness probe a release before builder.LivenessProbe gave it (an HTTP
+// GET, /health), and reports whether it did, for the reason
+// keepLiveLifecycle keeps the missing drain: the probe alone is no reason
+// to restart every replica of every server; a roll for another change
+// brings it (restoreUpgrades).
+func keepLiveLiveness(desired, live *appsv1.StatefulSet) bool {
+	if live == nil {
+		return false
+	}
+	want := teiContainer(&desired.Spec.Template)
+	have := teiContainer(&live.Spec.Template)
+	if want == nil || have == nil || have.LivenessProbe == nil || have.LivenessProbe.HTTPGet == nil ||
+		!equality.Semantic.DeepEqual(want.LivenessProbe, builder.LivenessProbe()) {
+		return false
+	}
+	want.LivenessProbe = have.LivenessProbe.DeepCopy()
+	return true
+}
+
+// restoreUpgrades gives the desired TEI container back what
+// keepLiveLifecycle and keepLiveLiveness kept out (drain, liveness) when
+// the rest of the pod template would change the live StatefulSet's anyway,
+// which a server-side dry run of the desired StatefulSet tells, API
+// defaults included: a roll that restarts the pods for another change
+// brings them too. A StatefulSet the API server would refuse in place is
+// replaced, with new pods, so it gets them as well.
+func (r *EmbeddingServerReconciler) restoreUpgrades(ctx context.Context, server *embedopsv1.EmbeddingServer, desired, live *appsv1.StatefulSet, drain, liveness bool) error {
 	objects, err := childObjects(server, desired.DeepCopy())
 	if err != nil {
 		return err
@@ -162,8 +183,15 @@ func (r *EmbeddingServerReconciler) restoreDrain(ctx context.Context, server *em
 		}
 		rolls = !equality.Semantic.DeepEqual(applied.Spec.Template, live.Spec.Template)
 	}
-	if container := teiContainer(&desired.Spec.Template); rolls && container != nil {
+	container := teiContainer(&desired.Spec.Template)
+	if !rolls || container == nil {
+		return nil
+	}
+	if drain {
 		container.Lifecycle = builder.DrainLifecycle()
+	}
+	if liveness {
+		container.LivenessProbe = builder.LivenessProbe()
 	}
 	return nil
 }

@@ -282,6 +282,7 @@ func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		edited = statefulSetOf(t, g, key)
 		teiContainer(&edited.Spec.Template).Lifecycle = nil
+		teiContainer(&edited.Spec.Template).LivenessProbe = earlierLiveness()
 		g.Expect(env.Client.Update(t.Context(), edited)).To(Succeed())
 	}).Should(Succeed())
 
@@ -291,15 +292,27 @@ func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
 		live := statefulSetOf(t, g, key)
 		g.Expect(live.Generation).To(Equal(edited.Generation), "the pod template is left as it is")
 		g.Expect(teiContainer(&live.Spec.Template).Lifecycle).To(BeNil())
+		g.Expect(teiContainer(&live.Spec.Template).LivenessProbe.HTTPGet).NotTo(BeNil(), "the earlier liveness probe stays")
 	}).Should(Succeed())
 
-	// A change that restarts the pods anyway gives them the drain too.
+	// A change that restarts the pods anyway gives them the drain and the
+	// liveness probe that waits behind no batch.
 	updateServer(t, g, key, fixtures.WithEnv(corev1.EnvVar{Name: "MAX_CLIENT_BATCH_SIZE", Value: "16"}))
 	g.Eventually(func(g Gomega) {
 		live := statefulSetOf(t, g, key)
 		g.Expect(teiContainer(&live.Spec.Template).Env).To(ContainElement(HaveField("Name", "MAX_CLIENT_BATCH_SIZE")))
 		g.Expect(teiContainer(&live.Spec.Template).Lifecycle).To(Equal(builder.DrainLifecycle()), "the pods roll anyway: they drain")
+		g.Expect(teiContainer(&live.Spec.Template).LivenessProbe).To(Equal(builder.LivenessProbe()))
 	}).Should(Succeed())
+}
+
+// earlierLiveness is the liveness probe releases before
+// builder.LivenessProbe gave TEI: an HTTP GET of /health.
+func earlierLiveness() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString(builder.PortName), Scheme: corev1.URISchemeHTTP}},
+		PeriodSeconds: 20, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 6,
+	}
 }
 
 func TestRevertDuringARolloutServesFromTheOldStatefulSet(t *testing.T) {

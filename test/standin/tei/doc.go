@@ -15,4 +15,7 @@
 //   - It serves /health, /info, /embed and /metrics on --hostname:--port,
 //     /metrics also on --prometheus-port, with --api-key guarding /info and
 //     /embed only; embeddings are deterministic, not a model's.
+//   - /health and /embed's inference share one backend thread, as TEI's
+//     BackendCommand channel does (backends/src/lib.rs): /health answers
+//     only after the batches queued before it.
 package main

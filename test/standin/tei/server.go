@@ -10,14 +10,28 @@ import (
 
 // router serves the endpoints of TEI's http server (router/src/http/
 // server.rs): /health and /metrics in public_routes, /info and /embed in
-// routes, behind the API key when there is one.
-func router(c config, m *model, mt *metrics, log *slog.Logger) http.Handler {
+// routes, behind the API key when there is one. /health and /embed's
+// inference wait for b, as TEI's do for its backend.
+func router(c config, m *model, mt *metrics, log *slog.Logger, b *backendThread) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /health", healthHandler(b))
 	mux.Handle("GET /metrics", mt.handler())
 	mux.Handle("GET /info", authorized(c.apiKey, infoHandler(infoOf(c, m))))
-	mux.Handle("POST /embed", authorized(c.apiKey, &embedHandler{modelID: c.modelID, model: m, maxBatch: c.maxClientBatch, metrics: mt, log: log}))
+	mux.Handle("POST /embed", authorized(c.apiKey, &embedHandler{modelID: c.modelID, model: m, maxBatch: c.maxClientBatch, metrics: mt, log: log, backend: b}))
 	return mux
+}
+
+// healthHandler answers /health once the backend thread has run a health
+// command after the work queued before it (TEI v1.9 router/src/http/
+// server.rs health calls infer.health, which sends BackendCommand::Health).
+func healthHandler(b *backendThread) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := b.do(r.Context(), func() {}); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}
 }
 
 // authorized answers 401 unless the request carries "Bearer <key>"
@@ -48,6 +62,7 @@ type embedHandler struct {
 	maxBatch int
 	metrics  *metrics
 	log      *slog.Logger
+	backend  *backendThread
 }
 
 func (h *embedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -77,8 +92,14 @@ func (h *embedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.metrics.queueDuration.Observe(inference.Sub(start).Seconds())
 	normalize := req.Normalize == nil || *req.Normalize
 	out := make([][]float32, len(texts))
-	for i, text := range texts {
-		out[i] = embedding(h.modelID, text, h.model.dim, normalize)
+	if err := h.backend.do(r.Context(), func() {
+		for i, text := range texts {
+			out[i] = embedding(h.modelID, text, h.model.dim, normalize)
+		}
+	}); err != nil {
+		h.metrics.requestFailure.WithLabelValues("backend").Inc()
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error(), "error_type": "Backend"})
+		return
 	}
 	h.metrics.inferenceDuration.Observe(time.Since(inference).Seconds())
 	h.metrics.embedSuccess.Add(float64(len(texts)))

@@ -430,6 +430,7 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	controllerutil.RemoveFinalizer(server, embedopsv1.ServerFinalizer)
 	r.ledger.ForgetServer(server)
 	r.verified.forget(server.UID)
+	r.upgrades.Delete(server.UID)
 	r.rollouts.forget(server.UID)
 	ctrl.LoggerFrom(ctx).Info("deleted children")
 	return ctrl.Result{}, nil

@@ -166,22 +166,19 @@ func keepLiveLiveness(desired, live *appsv1.StatefulSet) bool {
 // brings them too. A StatefulSet the API server would refuse in place is
 // replaced, with new pods, so it gets them as well.
 func (r *EmbeddingServerReconciler) restoreUpgrades(ctx context.Context, server *embedopsv1.EmbeddingServer, desired, live *appsv1.StatefulSet, drain, liveness bool) error {
-	objects, err := childObjects(server, desired.DeepCopy())
+	asked, err := digestOf(desired.Spec.Template)
 	if err != nil {
 		return err
 	}
-	probe := objects[0]
-	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.DryRunAll, client.ForceOwnership, client.FieldOwner(embedopsv1.FieldManager))
-	rolls := apierrors.IsInvalid(err)
-	if err != nil && !rolls {
-		return fmt.Errorf("dry-running the StatefulSet: %w", err)
-	}
-	if !rolls {
-		applied := &appsv1.StatefulSet{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(probe.Object, applied); err != nil {
-			return fmt.Errorf("reading the dry run's StatefulSet: %w", err)
+	question := upgradeQuestion{statefulSet: live.UID, generation: live.Generation, desired: asked}
+	var rolls bool
+	if answer, ok := r.upgrades.Load(server.UID); ok && answer.(upgradeAnswer).upgradeQuestion == question {
+		rolls = answer.(upgradeAnswer).rolls
+	} else {
+		if rolls, err = r.rollsAnyway(ctx, server, desired, live); err != nil {
+			return err
 		}
-		rolls = !equality.Semantic.DeepEqual(applied.Spec.Template, live.Spec.Template)
+		r.upgrades.Store(server.UID, upgradeAnswer{upgradeQuestion: question, rolls: rolls})
 	}
 	container := teiContainer(&desired.Spec.Template)
 	if !rolls || container == nil {
@@ -194,6 +191,44 @@ func (r *EmbeddingServerReconciler) restoreUpgrades(ctx context.Context, server 
 		container.LivenessProbe = builder.LivenessProbe()
 	}
 	return nil
+}
+
+// upgradeQuestion is what a dry run of restoreUpgrades answers for: the
+// live StatefulSet at a generation and the desired pod template, by
+// digest. A reconcile that asks the same (every endpoint check of an
+// unchanged server) makes no dry run again.
+type upgradeQuestion struct {
+	statefulSet types.UID
+	generation  int64
+	desired     string
+}
+
+// upgradeAnswer is a server's last upgradeQuestion and its answer.
+type upgradeAnswer struct {
+	upgradeQuestion
+	rolls bool
+}
+
+// rollsAnyway dry-runs desired and reports whether its pod template differs
+// from live's, or whether the API server refuses it in place.
+func (r *EmbeddingServerReconciler) rollsAnyway(ctx context.Context, server *embedopsv1.EmbeddingServer, desired, live *appsv1.StatefulSet) (bool, error) {
+	objects, err := childObjects(server, desired.DeepCopy())
+	if err != nil {
+		return false, err
+	}
+	probe := objects[0]
+	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.DryRunAll, client.ForceOwnership, client.FieldOwner(embedopsv1.FieldManager))
+	if apierrors.IsInvalid(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dry-running the StatefulSet: %w", err)
+	}
+	applied := &appsv1.StatefulSet{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(probe.Object, applied); err != nil {
+		return false, fmt.Errorf("reading the dry run's StatefulSet: %w", err)
+	}
+	return !equality.Semantic.DeepEqual(applied.Spec.Template, live.Spec.Template), nil
 }
 
 // teiContainer is the template's TEI container, nil when it has none.

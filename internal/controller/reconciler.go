@@ -108,7 +108,10 @@ type EmbeddingServerReconciler struct {
 	ledger    *ledger.Ledger
 	rollouts  rollouts
 	verified  verifiedChildren
-	writes    writes.Versions
+	// upgrades holds each server's last restoreUpgrades answer
+	// (upgradeAnswer), by server UID.
+	upgrades sync.Map
+	writes   writes.Versions
 	// servers reads and patches servers, never from a cache behind writes.
 	servers          recordingWriter
 	provenance       *provenance.Resolver

@@ -286,8 +286,13 @@ func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
 		g.Expect(env.Client.Update(t.Context(), edited)).To(Succeed())
 	}).Should(Succeed())
 
-	startManager(t, namespace)
+	requests := startManager(t, namespace)
 	requestReconcile(t, g, key)
+	// The dry run that found nothing else changing is not asked again
+	// while the server and its StatefulSet stay as they are.
+	asked := requests.requestSnapshot()
+	requestReconcile(t, g, key)
+	g.Expect(requests.requestsSince(asked)).NotTo(HaveKey("PATCH statefulsets"))
 	g.Consistently(func(g Gomega) {
 		live := statefulSetOf(t, g, key)
 		g.Expect(live.Generation).To(Equal(edited.Generation), "the pod template is left as it is")

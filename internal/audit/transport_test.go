@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/embedops/embedops/internal/audit/audittest"
+	"github.com/embedops/embedops/test/testca"
 )
 
 // tlsFixture is the standard history served over HTTPS on 127.0.0.1 by a
@@ -26,11 +27,11 @@ type tlsFixture struct {
 func newTLSFixture(t *testing.T) *tlsFixture {
 	t.Helper()
 	served := serveGitops(t)
-	ca, err := audittest.NewCA("embedops-test-ca")
+	ca, err := testca.New("embedops-test-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := audittest.NewCA("another-ca")
+	other, err := testca.New("another-ca")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/embedops/embedops/internal/audit"
 	"github.com/embedops/embedops/internal/audit/audittest"
 	"github.com/embedops/embedops/test/harness"
+	"github.com/embedops/embedops/test/testca"
 )
 
 // tlsFixture is the committed server's repository served over HTTPS on
@@ -33,7 +34,7 @@ func newTLSFixture(t *testing.T) *tlsFixture {
 	if _, err := git.PlainClone(filepath.Join(root, "fleet.git"), true, &git.CloneOptions{URL: work}); err != nil {
 		t.Fatalf("making the served bare repository: %v", err)
 	}
-	ca, err := audittest.NewCA("fleet-ca")
+	ca, err := testca.New("fleet-ca")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/embedops/embedops/test/testca"
 )
 
 // File is one file of a stand-in model repository.
@@ -143,11 +145,15 @@ func New(t testing.TB) *Hub {
 // whose certificate is h.CA; it stops when the test ends.
 func NewTLS(t testing.TB, names ...string) *Hub {
 	h := newHub()
-	ca, leaf, err := newCertificates(names)
+	ca, err := testca.New("hubtest CA")
 	if err != nil {
-		t.Fatalf("making the hub's certificates: %v", err)
+		t.Fatalf("making the hub's authority: %v", err)
 	}
-	h.CA = ca
+	leaf, err := ca.KeyPair("hubtest", append([]string{"localhost"}, names...)...)
+	if err != nil {
+		t.Fatalf("making the hub's certificate: %v", err)
+	}
+	h.CA = ca.PEM
 	h.server = httptest.NewUnstartedServer(h)
 	h.server.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
 	// A client that does not trust the authority is what tests look for.

@@ -135,7 +135,13 @@
 //     decision that other shards took;
 //   - a populate Job's pods once it finished (their pods are not cached),
 //     provenance (Flux and Argo CD objects) when a binding is created, and a
-//     referencing server the cache does not know.
+//     referencing server the cache does not know;
+//   - a deleted server's children, each before it is deleted (deleteOwned),
+//     and the server again when its finalizer's entry moved
+//     (removeFinalizers);
+//   - a server-side dry run of the StatefulSet of an earlier release that
+//     lacks the drain or the TCP liveness probe, once per change of its
+//     generation or of the desired pod template (restoreUpgrades).
 //
 // Sharding follows Flux's: with --watch-label-selector the controller lists
 // and watches only the servers and bindings the selector matches

@@ -65,9 +65,9 @@ func (p *serverPatcher) Patch(ctx context.Context, server *embedopsv1.EmbeddingS
 	}
 	// Finalizers this reconcile removed go by a patch of their own entry
 	// (removeFinalizers); the other patches keep them in the list.
-	removed := slices.DeleteFunc(slices.Clone(p.before.Finalizers), func(f string) bool { return slices.Contains(server.Finalizers, f) })
+	removed := notIn(p.before.Finalizers, server.Finalizers)
 	kept := server.DeepCopy()
-	kept.Finalizers = slices.Concat(p.before.Finalizers, slices.DeleteFunc(slices.Clone(server.Finalizers), func(f string) bool { return slices.Contains(p.before.Finalizers, f) }))
+	kept.Finalizers = append(slices.Clone(p.before.Finalizers), notIn(server.Finalizers, p.before.Finalizers)...)
 	err := p.patchStatus(ctx, kept)
 	if apierrors.IsConflict(err) {
 		fluxOptions := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(embedopsv1.StatusFieldManager)}
@@ -174,4 +174,9 @@ func (p *serverPatcher) removeFinalizer(ctx context.Context, namespace, name str
 	}
 	target := &embedopsv1.EmbeddingServer{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	return p.client.Patch(ctx, target, client.RawPatch(types.JSONPatchType, ops), client.FieldOwner(embedopsv1.StatusFieldManager))
+}
+
+// notIn are the entries of list that others lacks, in list's order.
+func notIn(list, others []string) []string {
+	return slices.DeleteFunc(slices.Clone(list), func(entry string) bool { return slices.Contains(others, entry) })
 }

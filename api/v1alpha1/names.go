@@ -42,8 +42,9 @@ const (
 // The schema version the CRDs carry in SchemaVersionAnnotation (the
 // kubebuilder:metadata:annotations marker of each kind). Bump both together
 // whenever a field is added, so that a controller never runs over CRDs that
-// would drop what it writes: `helm upgrade` never upgrades a chart's crds/
-// (Helm's CRD best practices), and under server-side field validation Warn
+// would drop what it writes: an upgrade may leave the CRDs behind (a chart
+// with crds.enabled=false, or one whose CRDs are in crds/, which Helm never
+// upgrades), and under server-side field validation Warn
 // the API server drops a field its CRD lacks.
 const (
 	// SchemaVersionAnnotation holds a CRD's schema version.

@@ -6,7 +6,7 @@
 // the chart through it for the GitOps layouts' checks, test/gitops to know
 // what helm-controller must install.
 //
-// The chart's generated files (the CRDs in crds/, the manager role's rules
+// The chart's generated files (the CRDs in templates/crds/, the manager role's rules
 // and the alert rules in files/) are written from config/ by
 // `go test ./test/chart -run TestGeneratedFiles -update`, which
 // `make manifests` runs.

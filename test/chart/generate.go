@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -13,8 +14,9 @@ import (
 const generatedHeader = "# Generated from config/ by `make manifests` (go test ./test/chart -run TestGeneratedFiles -update): do not edit.\n"
 
 // Generated returns the chart's files that are copies of what config/
-// renders, by path in the chart: each CRD of config/default, whole, in
-// crds/ (Helm installs them and never deletes them); the rules of its
+// renders, by path in the chart: each CRD of config/default, whole, as a
+// template in CRDDir that crds.enabled renders and whose
+// helm.sh/resource-policy: keep only crds.keep renders (crdTemplate); the rules of its
 // manager role, which controller-gen writes from the RBAC markers; the
 // spec of config/prometheus's PrometheusRule, whose alert templates Helm
 // would otherwise read as its own; config/grafana's dashboard, as is (JSON
@@ -30,7 +32,13 @@ func Generated(root string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if name != "" {
+		switch {
+		case name == "":
+		case path.Dir(name) == CRDDir:
+			if files[name], err = crdTemplate(data); err != nil {
+				return nil, err
+			}
+		default:
 			files[name] = append([]byte(generatedHeader), data...)
 		}
 	}
@@ -49,6 +57,8 @@ func Generated(root string) (map[string][]byte, error) {
 
 // The generated files the templates read, by path in the chart.
 const (
+	// CRDDir holds the CRDs, one template each.
+	CRDDir = "templates/crds"
 	// ManagerRoleRules holds the manager ClusterRole's rules.
 	ManagerRoleRules = "files/manager-role-rules.yaml"
 	// AlertsSpec holds the PrometheusRule's spec.
@@ -63,7 +73,7 @@ func generatedFile(o Object) (string, []byte, error) {
 	var part any
 	switch meta, _ := o["metadata"].(map[string]any); {
 	case o.Kind() == "CustomResourceDefinition":
-		name, part = path.Join("crds", fmt.Sprint(meta["name"])+".yaml"), o
+		name, part = path.Join(CRDDir, fmt.Sprint(meta["name"])+".yaml"), o
 	case o.Kind() == "ClusterRole" && meta["name"] == "embedops-manager-role":
 		name, part = ManagerRoleRules, o["rules"]
 	case o.Kind() == "PrometheusRule":
@@ -73,4 +83,30 @@ func generatedFile(o Object) (string, []byte, error) {
 	}
 	data, err := yaml.Marshal(part)
 	return name, data, err
+}
+
+// keepLine is the annotation config/crd gives every CRD so that Helm never
+// deletes it (helm pkg/kube ResourcePolicyAnno, KeepPolicy), as the CRD's
+// YAML spells it.
+const keepLine = "    helm.sh/resource-policy: keep\n"
+
+// crdTemplate makes a CRD's YAML a template: rendered unless
+// crds.enabled=false, its keep annotation unless crds.keep=false. Helm renders
+// templates as Go templates, so the YAML must hold no action delimiter.
+func crdTemplate(crd []byte) ([]byte, error) {
+	text := string(crd)
+	if strings.Contains(text, "{{") {
+		return nil, fmt.Errorf("a CRD holds %q, which Helm would read as a template action", "{{")
+	}
+	if strings.Count(text, keepLine) != 1 {
+		return nil, fmt.Errorf("a CRD lacks config/crd's annotation %q", strings.TrimSpace(keepLine))
+	}
+	text = strings.Replace(text, keepLine, "{{- if "+crdValue("keep")+" }}\n"+keepLine+"{{- end }}\n", 1)
+	return []byte("{{- if " + crdValue("enabled") + " }}\n" + generatedHeader + text + "{{- end }}\n"), nil
+}
+
+// crdValue reads crds.<name>, true when unset: `helm upgrade --reuse-values`
+// keeps the values.yaml of the chart installed before, which has no crds.
+func crdValue(name string) string {
+	return fmt.Sprintf("dig %q %q true .Values.AsMap", "crds", name)
 }

@@ -16,6 +16,7 @@ func TestLint(t *testing.T) {
 	for name, values := range map[string]map[string]any{
 		"default values": nil,
 		"everything on":  everythingOn(),
+		"no CRDs":        {"crds": map[string]any{"enabled": false}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -3,7 +3,6 @@ package health
 import (
 	"cmp"
 	"path"
-	"slices"
 	"strings"
 	"testing"
 
@@ -28,12 +27,18 @@ type helmRelease struct {
 				ReconcileStrategy string    `json:"reconcileStrategy"`
 			} `json:"spec"`
 		} `json:"chart"`
-		Upgrade struct {
-			CRDs string `json:"crds"`
-		} `json:"upgrade"`
+		Install    takeOwnership  `json:"install"`
+		Upgrade    takeOwnership  `json:"upgrade"`
 		Values     map[string]any `json:"values"`
 		ValuesFrom []any          `json:"valuesFrom"`
 	} `json:"spec"`
+}
+
+// takeOwnership is the part of a HelmRelease's install or upgrade these
+// tests read.
+type takeOwnership struct {
+	CRDs                 string `json:"crds"`
+	DisableTakeOwnership bool   `json:"disableTakeOwnership"`
 }
 
 // argoHelm is the part of an Application's spec.source.helm these tests
@@ -72,7 +77,13 @@ func helmReleaseObjects(t *testing.T, source filesys.FileSystem, repo gitReposit
 	spec := hr.Spec.Chart.Spec
 	g.Expect(spec.SourceRef).To(Equal(sourceRef{Kind: "GitRepository", Name: repo.Metadata.Name}))
 	g.Expect(spec.ReconcileStrategy).To(Equal("Revision"), "the chart's version does not change with each commit")
-	g.Expect(hr.Spec.Upgrade.CRDs).To(Equal("CreateReplace"), "Helm alone never upgrades the CRDs in crds/")
+	// The chart's CRDs are templates, which the crds policies (for crds/)
+	// do not touch; helm-controller adopts those an earlier chart
+	// installed from crds/ unless told not to take ownership.
+	for _, action := range []takeOwnership{hr.Spec.Install, hr.Spec.Upgrade} {
+		g.Expect(action.CRDs).To(BeEmpty(), "the chart has no crds/")
+		g.Expect(action.DisableTakeOwnership).To(BeFalse(), "the upgrade from a chart with crds/ adopts its CRDs")
+	}
 	g.Expect(hr.Spec.ValuesFrom).To(BeEmpty(), "valuesFrom is not rendered by this test")
 	// helm-controller's defaults (api/v2 HelmRelease GetReleaseName,
 	// GetReleaseNamespace).
@@ -114,9 +125,7 @@ func argoInstalls(t *testing.T, source filesys.FileSystem, app argoApplication) 
 		Namespace: app.Spec.Destination.Namespace,
 		Values:    h.ValuesObject,
 	})
-	if h.SkipCrds {
-		return slices.DeleteFunc(objects, func(o chart.Object) bool { return o.Kind() == "CustomResourceDefinition" })
-	}
+	g.Expect(h.SkipCrds).To(BeFalse(), "%s: skipCrds skips crds/ only; the chart's CRDs are templates (crds.enabled)", app.Metadata.Name)
 	expectConfigDefault(t, objects)
 	return objects
 }

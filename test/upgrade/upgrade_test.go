@@ -81,8 +81,9 @@ func TestUpgradeInPlace(t *testing.T) {
 		g.Expect(commit).NotTo(BeEmpty(), "binding %s: the previous release's populator recorded no commit", name)
 	}
 
-	// helm upgrade leaves crds/ as they were: over the previous release's
-	// CRDs, the current controller starts only if their schema is its own.
+	// An upgrade may leave the CRDs as they were (crds.enabled=false, a
+	// chart with crds/): over the previous release's CRDs, the current
+	// controller starts only if their schema is its own.
 	expectRefusedOverOlderCRDs(t, g, current, kubeconfig)
 	compareSnapshots(t, before, takeSnapshot(ctx, g, namespace))
 

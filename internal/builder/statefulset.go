@@ -55,8 +55,9 @@ const (
 	// = 1 hour to download and load its model before it is restarted.
 	startupPeriodSeconds    = 10
 	startupFailureThreshold = 360
-	// probeTimeoutSeconds allows /health, which runs a small inference, to
-	// answer on a busy CPU.
+	// probeTimeoutSeconds allows /health, which runs a one-token inference
+	// until the backend has answered once (TEI v1.9.3 backends/src/lib.rs,
+	// Backend::health), to answer on a busy CPU.
 	probeTimeoutSeconds = 5
 	// readinessPeriodSeconds and readinessFailureThreshold take a pod out of
 	// the Service after 30s of failed health checks.
@@ -339,13 +340,21 @@ func port(server *embedopsv1.EmbeddingServer) int32 {
 
 // LivenessProbe opens a TCP connection to TEI's HTTP port. TEI answers
 // /health by sending BackendCommand::Health down the same channel as the
-// embedding batches (TEI v1.9 backends/src/lib.rs), so a saturated server
-// answers it only after the batches before it and misses the probe's
-// timeout: a liveness probe on /health restarts a server when it is
-// busiest. The router's listener accepts connections whatever the queue
-// (router/src/http/server.rs, axum::serve on its TcpListener), so a
-// connection shows that the process lives; readiness stays on /health and
-// takes a saturated pod out of the Service instead.
+// embedding batches, which one backend thread runs in turn (TEI v1.9.3
+// backends/src/lib.rs, Backend::health and BackendThread::new), so a
+// saturated server answers it only after the batches before it and misses
+// the probe's timeout: a liveness probe on /health restarts a server when
+// it is busiest. The router's listener accepts connections whatever the
+// queue (router/src/http/server.rs, axum::serve on its TcpListener), and
+// the kubelet's TCP probe succeeds once a connection to the pod's address
+// opens within timeoutSeconds, which it closes at once (kubernetes v1.37.2
+// pkg/probe/tcp/tcp.go, DoTCPProbe; pkg/kubelet/prober/prober.go), so it
+// shows that the process lives. The kubelet restarts the container after
+// failureThreshold failures in a row (pkg/kubelet/prober/worker.go;
+// pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions).
+// Readiness stays on /health and takes a saturated pod out of the Service
+// instead; test/node's TestSaturatedServerIsNotRestarted checks both on a
+// real kubelet.
 func LivenessProbe() *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}},

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,17 +17,64 @@ import (
 func TestHealthWaitsBehindTheBatchesBeforeIt(t *testing.T) {
 	g := NewWithT(t)
 	thread := startBackendThread()
-	release, busy := make(chan struct{}), make(chan struct{})
-	go func() { _ = thread.do(context.Background(), func() { close(busy); <-release }) }()
-	<-busy
+	release := occupy(thread)
 
 	answered := make(chan int, 1)
-	go func() {
-		w := httptest.NewRecorder()
-		healthHandler(thread)(w, httptest.NewRequest(http.MethodGet, "/health", nil))
-		answered <- w.Code
-	}()
+	go func() { answered <- statusOf(healthHandler(thread), http.MethodGet, "/health", "") }()
 	g.Consistently(answered).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "/health answered while a batch ran")
 	close(release)
 	g.Eventually(answered).Should(Receive(Equal(http.StatusOK)))
+}
+
+// With /embed batches queued on the backend thread, each computing for the
+// set time, /health queues behind them and answers only once all of them
+// ran, as TEI's BackendCommand::Health does behind its batches.
+func TestHealthAnswersOnlyAfterTheQueuedBatches(t *testing.T) {
+	g := NewWithT(t)
+	thread := startBackendThread()
+	release := occupy(thread)
+	embed := &embedHandler{
+		modelID: testModel, model: &model{dim: 8}, maxBatch: 4, compute: 20 * time.Millisecond,
+		metrics: newMetrics(), log: slog.New(slog.DiscardHandler), backend: thread,
+	}
+	const batches = 3
+	embedded := make(chan int, batches)
+	for range batches {
+		go func() { embedded <- statusOf(embed, http.MethodPost, "/embed", `{"inputs": ["a", "b"]}`) }()
+	}
+	g.Eventually(thread.queued).Should(Equal(batches), "the batches wait for the busy backend")
+	type answer struct{ status, finished int }
+	answered := make(chan answer, 1)
+	go func() {
+		status := statusOf(healthHandler(thread), http.MethodGet, "/health", "")
+		answered <- answer{status, int(thread.finished.Load())}
+	}()
+	g.Eventually(thread.queued).Should(Equal(batches+1), "/health is queued behind the batches")
+
+	close(release)
+	g.Eventually(answered).Should(Receive(Equal(answer{http.StatusOK, 1 + batches + 1})),
+		"/health answered once the busy command, the batches and itself ran")
+	for range batches {
+		g.Eventually(embedded).Should(Receive(Equal(http.StatusOK)))
+	}
+}
+
+// occupy holds the backend thread with a command until the returned
+// channel is closed.
+func occupy(thread *backendThread) chan struct{} {
+	release, busy := make(chan struct{}), make(chan struct{})
+	go func() { _ = thread.do(context.Background(), func() { close(busy); <-release }) }()
+	<-busy
+	return release
+}
+
+// statusOf answers one request with h and returns the status.
+func statusOf(h http.Handler, method, path, body string) int {
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	h.ServeHTTP(w, r)
+	return w.Code
 }

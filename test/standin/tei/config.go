@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/embedops/embedops/internal/populate"
 	"github.com/embedops/embedops/internal/tei"
@@ -15,6 +17,13 @@ import (
 // which TEI backends it plays, comma-separated, in the order TEI's
 // init_backend tries them.
 const BackendsVariable = "EMBEDOPS_STANDIN_BACKENDS"
+
+// BatchComputeVariable names the variable of the stand-in that makes each
+// batch compute for at least that long on the backend thread (a Go
+// duration such as "1s"; unset, a batch is embedded once), so that a test
+// can saturate the stand-in as a loaded TEI is saturated. TEI reads no such
+// setting: its batches take what the model takes.
+const BatchComputeVariable = "EMBEDOPS_STANDIN_BATCH_COMPUTE"
 
 // defaultBackends are those of the cpu images (Dockerfile: `--features
 // ort,candle`), ORT first (backends/src/lib.rs, init_backend).
@@ -49,6 +58,8 @@ type config struct {
 	jsonOutput        bool
 	maxClientBatch    int
 	backends          []string
+	// batchCompute is how long each batch computes at least.
+	batchCompute time.Duration
 }
 
 // configOf reads the parsed arguments and the environment.
@@ -78,7 +89,10 @@ func configOf(p tei.Parsed, env map[string]string) (config, error) {
 	if c.maxClientBatch, err = strconv.Atoi(p.Value("max_client_batch_size")); err != nil {
 		return config{}, fmt.Errorf("max client batch size: %w", err)
 	}
-	c.backends, err = backendsOf(env[BackendsVariable])
+	if c.backends, err = backendsOf(env[BackendsVariable]); err != nil {
+		return config{}, err
+	}
+	c.batchCompute, err = batchComputeOf(env[BatchComputeVariable])
 	return c, err
 }
 
@@ -144,4 +158,19 @@ func backendsOf(value string) ([]string, error) {
 		backends = append(backends, b)
 	}
 	return backends, nil
+}
+
+// batchComputeOf parses the batch compute variable; empty is none.
+func batchComputeOf(value string) (time.Duration, error) {
+	if value == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(value)
+	if err == nil && d < 0 {
+		err = errors.New("negative")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s: want a duration such as 1s: %w", BatchComputeVariable, err)
+	}
+	return d, nil
 }

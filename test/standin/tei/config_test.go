@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -23,12 +24,21 @@ func TestConfigFollowsTEIDefaults(t *testing.T) {
 	g.Expect(c.endpoint).To(Equal(populate.DefaultEndpoint))
 	g.Expect(c.downloadRevision()).To(Equal("main"))
 	g.Expect(c.backends).To(Equal([]string{backendORT, backendCandle}))
+	g.Expect(c.batchCompute).To(BeZero(), "a batch is embedded once")
 
 	c, err = configOf(parsed, map[string]string{"HF_HOME": "/hf", "HF_ENDPOINT": "http://127.0.0.1:1/", BackendsVariable: "candle"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.cacheDir).To(Equal("/hf/hub"))
 	g.Expect(c.endpoint).To(Equal("http://127.0.0.1:1"))
 	g.Expect(c.backends).To(Equal([]string{backendCandle}))
+
+	c, err = configOf(parsed, map[string]string{BatchComputeVariable: "1.5s"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.batchCompute).To(Equal(1500 * time.Millisecond))
+	for _, bad := range []string{"1", "soon", "-1s"} {
+		_, err = configOf(parsed, map[string]string{BatchComputeVariable: bad})
+		g.Expect(err).To(MatchError(ContainSubstring(BatchComputeVariable+": want a duration")), bad)
+	}
 
 	_, err = configOf(parsed, map[string]string{BackendsVariable: "python"})
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown backend "python"`)))

@@ -17,5 +17,10 @@
 //     /embed only; embeddings are deterministic, not a model's.
 //   - /health and /embed's inference share one backend thread, as TEI's
 //     BackendCommand channel does (backends/src/lib.rs): /health answers
-//     only after the batches queued before it.
+//     only after the batches queued before it. Each /embed request is one
+//     batch, computing for at least EMBEDOPS_STANDIN_BATCH_COMPUTE when set,
+//     so that a test can saturate the thread. TEI merges queued requests
+//     into one batch (core/src/queue.rs) and hands its backend one batch at
+//     a time (core/src/infer.rs, backend_task), so a saturated TEI misses a
+//     probe's timeout when one batch takes longer than it.
 package main

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // embedRequest is /embed's body (router/src/http/types.rs, EmbedRequest):
@@ -68,3 +69,19 @@ var (
 	errContentType = errors.New("expected request with `Content-Type: application/json`")
 	errNoInputs    = errors.New("missing field `inputs`")
 )
+
+// batchEmbeddings embeds a batch, and embeds it again until compute has
+// passed since it began: a batch that takes compute of real work on the
+// backend thread, as a large batch of a real model does.
+func batchEmbeddings(modelID string, texts []string, dim int, normalize bool, compute time.Duration) [][]float32 {
+	began := time.Now()
+	out := make([][]float32, len(texts))
+	for {
+		for i, text := range texts {
+			out[i] = embedding(modelID, text, dim, normalize)
+		}
+		if time.Since(began) >= compute {
+			return out
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -49,4 +50,17 @@ func TestEmbedRequestTexts(t *testing.T) {
 			g.Expect(texts).To(Equal(tc.want))
 		})
 	}
+}
+
+// A batch with a compute time keeps the backend computing that long and
+// answers what one pass answers.
+func TestBatchEmbeddingsComputeForTheSetTime(t *testing.T) {
+	g := NewWithT(t)
+	texts := []string{"a", "b"}
+	const compute = 50 * time.Millisecond
+	began := time.Now()
+	out := batchEmbeddings("org/embed", texts, 8, true, compute)
+	g.Expect(time.Since(began)).To(BeNumerically(">=", compute))
+	g.Expect(out).To(Equal([][]float32{embedding("org/embed", "a", 8, true), embedding("org/embed", "b", 8, true)}))
+	g.Expect(batchEmbeddings("org/embed", texts, 8, true, 0)).To(Equal(out), "without a compute time, one pass")
 }

@@ -17,7 +17,9 @@ func router(c config, m *model, mt *metrics, log *slog.Logger, b *backendThread)
 	mux.HandleFunc("GET /health", healthHandler(b))
 	mux.Handle("GET /metrics", mt.handler())
 	mux.Handle("GET /info", authorized(c.apiKey, infoHandler(infoOf(c, m))))
-	mux.Handle("POST /embed", authorized(c.apiKey, &embedHandler{modelID: c.modelID, model: m, maxBatch: c.maxClientBatch, metrics: mt, log: log, backend: b}))
+	mux.Handle("POST /embed", authorized(c.apiKey, &embedHandler{
+		modelID: c.modelID, model: m, maxBatch: c.maxClientBatch, compute: c.batchCompute, metrics: mt, log: log, backend: b,
+	}))
 	return mux
 }
 
@@ -60,9 +62,11 @@ type embedHandler struct {
 	modelID  string
 	model    *model
 	maxBatch int
-	metrics  *metrics
-	log      *slog.Logger
-	backend  *backendThread
+	// compute is how long each batch computes at least (BatchComputeVariable).
+	compute time.Duration
+	metrics *metrics
+	log     *slog.Logger
+	backend *backendThread
 }
 
 func (h *embedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -91,12 +95,8 @@ func (h *embedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inference := time.Now()
 	h.metrics.queueDuration.Observe(inference.Sub(start).Seconds())
 	normalize := req.Normalize == nil || *req.Normalize
-	out := make([][]float32, len(texts))
-	if err := h.backend.do(r.Context(), func() {
-		for i, text := range texts {
-			out[i] = embedding(h.modelID, text, h.model.dim, normalize)
-		}
-	}); err != nil {
+	var out [][]float32
+	if err := h.backend.do(r.Context(), func() { out = batchEmbeddings(h.modelID, texts, h.model.dim, normalize, h.compute) }); err != nil {
 		h.metrics.requestFailure.WithLabelValues("backend").Inc()
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error(), "error_type": "Backend"})
 		return

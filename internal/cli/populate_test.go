@@ -24,6 +24,8 @@ type populated struct {
 	Bytes          int64    `json:"bytes"`
 	Names          []string `json:"names"`
 	RepoBytes      int64    `json:"repositoryBytes"`
+	Free           *int64   `json:"freeBytes"`
+	Reclaimable    *int64   `json:"reclaimableBytes"`
 }
 
 func decodeStrict(g Gomega, data []byte) populated {
@@ -67,6 +69,8 @@ func TestPopulatePrintsAndRecordsTheResult(t *testing.T) {
 		size += int64(len(f.Data))
 	}
 	g.Expect(printed.Bytes).To(Equal(size))
+	g.Expect(printed.Free).To(HaveValue(BeNumerically(">", 0)), "the pruning run reports the room it left")
+	g.Expect(printed.Reclaimable).To(HaveValue(BeZero()), "the only revision is kept")
 
 	logged, err := os.ReadFile(terminationLog)
 	g.Expect(err).NotTo(HaveOccurred())

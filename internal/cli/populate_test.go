@@ -305,3 +305,34 @@ func TestPopulateVerifyOnlyChecksAFilledCacheOffline(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(logged)).To(ContainSubstring(`"error":"the model is not in the cache: no models--org--m/refs/v2`))
 }
+
+// populate prunes by default; --prune=false keeps every revision.
+func TestPopulatePrunesOlderRevisionsUnlessToldNotTo(t *testing.T) {
+	g := NewWithT(t)
+	hub, _, files := standInHub(t)
+	var commits []string
+	for i := range 3 {
+		commits = append(commits, hub.AddCommit("org/m", "main", append(files, hubtest.File{Name: "README.md", Data: fmt.Appendf(nil, "revision %d", i)})...))
+	}
+	for _, tc := range []struct {
+		flags []string
+		kept  []string
+	}{
+		{nil, commits[1:]},
+		{[]string{"--prune=false"}, commits},
+	} {
+		dir := t.TempDir()
+		for _, commit := range commits {
+			args := append([]string{"populate", "--model", "org/m", "--revision", commit, "--dir", dir}, tc.flags...)
+			_, _, err := runCLI("", args...)
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		entries, err := os.ReadDir(filepath.Join(dir, "models--org--m", "snapshots"))
+		g.Expect(err).NotTo(HaveOccurred())
+		var snapshots []string
+		for _, e := range entries {
+			snapshots = append(snapshots, e.Name())
+		}
+		g.Expect(snapshots).To(ConsistOf(tc.kept), "flags %v", tc.flags)
+	}
+}

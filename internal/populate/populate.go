@@ -319,7 +319,7 @@ func (p *populator) download(ctx context.Context, info *revisionInfo) (*Result, 
 	if err != nil {
 		return nil, fmt.Errorf("model %q at %s: %w", p.model, commit, err)
 	}
-	if err := p.pruneAllBut(commit); err != nil {
+	if err := p.pruneAllBut(commit, listing); err != nil {
 		return nil, err
 	}
 	snap := newSnapshot(p, commit, listing)

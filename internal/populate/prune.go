@@ -73,9 +73,10 @@ func (c cacheRepo) completeCommits() ([]string, error) {
 }
 
 // planPruning is what pruning every complete snapshot but keep frees: the
-// blobs the pruned manifests name that no kept manifest names and no other
-// snapshot links (one a populator left incomplete, or another program's).
-func (c cacheRepo) planPruning(keep []string) (pruning, error) {
+// blobs the pruned manifests name that no other snapshot links (a kept
+// one, one a populator left incomplete, or another program's) and that
+// are not among wanted, the blobs the commit being fetched lists.
+func (c cacheRepo) planPruning(keep []string, wanted map[string]bool) (pruning, error) {
 	commits, err := c.completeCommits()
 	if err != nil {
 		return pruning{}, err
@@ -103,7 +104,7 @@ func (c cacheRepo) planPruning(keep []string) (pruning, error) {
 		return pruning{}, err
 	}
 	for blob := range named {
-		if linked[blob] {
+		if linked[blob] || wanted[blob] {
 			continue
 		}
 		info, err := os.Stat(c.blobPath(blob))

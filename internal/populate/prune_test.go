@@ -142,3 +142,24 @@ func expectValidLayout(g Gomega, dir string) {
 		g.Expect(linked).To(HaveKey(b.Name()), "blob %s is linked", b.Name())
 	}
 }
+
+// A revision that returns to an older one's weights keeps them through the
+// pruning that makes room for it: they are not downloaded again.
+func TestRunKeepsTheBlobsTheNewRevisionLists(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	hub := hubtest.New(t)
+	opts := options(t, hub, dir, &sleeper{})
+	opts.Prune = true
+	var commits []string
+	for _, n := range []int{0, 1, 0} {
+		files := append(revisionFiles(n), hubtest.File{Name: "README.md", Data: []byte("revision " + strconv.Itoa(len(commits)))})
+		commits = append(commits, hub.AddCommit(testModel, "main", files...))
+		opts.Revision = commits[len(commits)-1]
+		_, err := populate.Run(context.Background(), opts)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	expectSnapshots(g, dir, commits[1:])
+	expectValidLayout(g, dir)
+	g.Expect(requestsTo(hub, "/cdn-lfs/")).To(HaveLen(2), "the first weights are fetched once, then the second's")
+}

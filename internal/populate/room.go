@@ -1,9 +1,10 @@
 package populate
 
-// pruneAllBut makes room for commit, with Prune: every complete snapshot
-// goes but commit and the one the last run left, which the pod before this
-// one served and which a rollback returns to (planPruning).
-func (p *populator) pruneAllBut(commit string) error {
+// pruneAllBut makes room for commit, whose files are listing, with Prune:
+// every complete snapshot goes but commit and the one the last run left,
+// which the pod before this one served and which a rollback returns to;
+// blobs the listing names stay, to be linked again (planPruning).
+func (p *populator) pruneAllBut(commit string, listing []remoteFile) error {
 	if !p.prune {
 		return nil
 	}
@@ -11,7 +12,11 @@ func (p *populator) pruneAllBut(commit string) error {
 	if latest := p.cache.readLatest(); latest != "" {
 		keep = append(keep, latest)
 	}
-	plan, err := p.cache.planPruning(keep)
+	wanted := map[string]bool{}
+	for _, f := range listing {
+		wanted[f.blob] = f.blob != ""
+	}
+	plan, err := p.cache.planPruning(keep, wanted)
 	if err != nil || len(plan.commits) == 0 {
 		return err
 	}
@@ -33,7 +38,7 @@ func (p *populator) finish(result *Result) error {
 	if err := p.cache.writeLatest(result.ResolvedCommit); err != nil {
 		return err
 	}
-	plan, err := p.cache.planPruning([]string{result.ResolvedCommit})
+	plan, err := p.cache.planPruning([]string{result.ResolvedCommit}, nil)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func (c cacheRepo) planPruning(keep []string, wanted map[string]bool) (pruning, 
 		}
 		m, ok, err := c.readManifest(commit)
 		if err != nil || !ok {
-			return pruning{}, err
+			continue // a damaged manifest does not say what its snapshot names: kept
 		}
 		plan.commits = append(plan.commits, commit)
 		for _, f := range m.Files {

@@ -163,3 +163,25 @@ func TestRunKeepsTheBlobsTheNewRevisionLists(t *testing.T) {
 	expectValidLayout(g, dir)
 	g.Expect(requestsTo(hub, "/cdn-lfs/")).To(HaveLen(2), "the first weights are fetched once, then the second's")
 }
+
+// A damaged manifest does not say which blobs its snapshot names: that
+// snapshot is kept, and the run goes on.
+func TestRunKeepsASnapshotWhoseManifestIsDamaged(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	hub := hubtest.New(t)
+	opts := options(t, hub, dir, &sleeper{})
+	opts.Prune = true
+	var commits []string
+	for n := range 3 {
+		if n == 2 {
+			manifest := filepath.Join(repoDir(dir), ".embedops", commits[0]+".json")
+			g.Expect(os.WriteFile(manifest, []byte("{"), 0o644)).To(Succeed())
+		}
+		commits = append(commits, hub.AddCommit(testModel, "main", revisionFiles(n)...))
+		opts.Revision = commits[n]
+		_, err := populate.Run(context.Background(), opts)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	expectSnapshots(g, dir, commits)
+}

@@ -420,6 +420,8 @@ type RequestReference struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistentVolumeNames) || (has(self.persistentVolumeNames) && self.persistentVolumeNames == oldSelf.persistentVolumeNames)",message="status.realized.persistentVolumeNames is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.files) || (has(self.files) && self.files == oldSelf.files)",message="status.realized.files is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.bytes) || (has(self.bytes) && self.bytes == oldSelf.bytes)",message="status.realized.bytes is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.freeBytes) || (has(self.freeBytes) && self.freeBytes == oldSelf.freeBytes)",message="status.realized.freeBytes is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.reclaimableBytes) || (has(self.reclaimableBytes) && self.reclaimableBytes == oldSelf.reclaimableBytes)",message="status.realized.reclaimableBytes is immutable once set"
 type RealizedCache struct {
 	// ResolvedCommit is the model commit the revision resolved to.
 	// +kubebuilder:validation:Pattern=`^[a-f0-9]{40}$`
@@ -451,6 +453,22 @@ type RealizedCache struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Bytes *int64 `json:"bytes,omitempty"`
+
+	// FreeBytes is the space the claims had available (statfs) when their
+	// populators finished this revision: that of the claim with the least
+	// room (FreeBytes plus ReclaimableBytes) among those whose pods had
+	// reported when the binding recorded it. Omitted when no populator
+	// reported it; an in-place revision change then checks twice Bytes
+	// against the claims' size instead.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	FreeBytes *int64 `json:"freeBytes,omitempty"`
+
+	// ReclaimableBytes is what the same claim's populator frees before it
+	// fetches the next revision: the blobs only older revisions name.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ReclaimableBytes *int64 `json:"reclaimableBytes,omitempty"`
 }
 
 // MaxRealizedFiles and MaxRealizedFileNameLength bound status.realized.files.
@@ -462,7 +480,7 @@ const (
 // ModelCacheBinding records one cache storage decision and its lifetime.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=2"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=3"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcb,categories=embedops
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.decision.mode`

@@ -50,8 +50,8 @@ const (
 	// SchemaVersionAnnotation holds a CRD's schema version.
 	SchemaVersionAnnotation = "embedops.dev/schema-version"
 	// SchemaVersion is the schema version of this package's CRDs: 2 added
-	// spec.rollout.
-	SchemaVersion = 2
+	// spec.rollout, 3 status.realized.freeBytes and reclaimableBytes.
+	SchemaVersion = 3
 	// UnversionedSchema is the schema version of CRDs installed before the
 	// annotation existed (release 7c1c4b3 and earlier), whose schema is
 	// version 1's.

@@ -44,7 +44,11 @@ func initContainers(server *embedopsv1.EmbeddingServer, cache *Cache) []corev1.C
 // populateContainer runs `embedops populate` on the cache at the revision
 // TEI runs, downloading what selection says (the files TEI's image reads,
 // or what every backend reads), with the hub, network and token settings
-// TEI gets (downloaderEnv) and the CA bundle mounted as in TEI.
+// TEI gets (downloaderEnv) and the CA bundle mounted as in TEI. Before it
+// fetches a new commit it prunes the revisions older than the one the
+// claim last served, as huggingface_hub deletes a revision
+// (utils/_cache_manager.py, HFCacheInfo.delete_revisions; populate,
+// Pruning), and reports the room left in its termination message.
 func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache, selection []string) corev1.Container {
 	command := []string{
 		"/embedops", "populate",

@@ -25,6 +25,7 @@ type populateOptions struct {
 	allBackends    bool
 	resolveOnly    bool
 	verifyOnly     bool
+	prune          bool
 	verify         string
 	output         string
 	terminationLog string
@@ -56,6 +57,9 @@ func newPopulateCommand() *cobra.Command {
 			"With --verify-only it downloads and writes nothing and asks no hub: it checks that DIR, a cache the\n" +
 			"user filled, holds the model as TEI finds it (refs/REVISION holding a commit, snapshots/COMMIT with\n" +
 			"the files TEI reads) and fails naming what is missing.\n\n" +
+			"Before it downloads a new commit it prunes (unless --prune=false) the snapshots an earlier run completed,\n" +
+			"but the one the last run left: their folders, the refs naming them and the blobs only they link, as\n" +
+			"huggingface_hub deletes a revision. Snapshots other programs wrote are never pruned.\n\n" +
 			"It prints the resolved commit, the content digest, and the number of files and bytes, and writes\n" +
 			"the same JSON to --termination-log (or {\"error\": ...} on failure). Progress goes to standard error.",
 		Args: cobra.NoArgs,
@@ -73,6 +77,8 @@ func newPopulateCommand() *cobra.Command {
 		"only ask the hub which commit --revision names and print that: no --dir, nothing downloaded (the controller pins a new server's replicas to one commit with it)")
 	cmd.Flags().BoolVar(&opts.verifyOnly, "verify-only", false,
 		"only check that --dir already holds the model at --revision, offline and read-only (the controller checks a spec.cache.existingClaim with it)")
+	cmd.Flags().BoolVar(&opts.prune, "prune", true,
+		"before downloading a new commit, delete the snapshots an earlier run completed in --dir, but the one the last run left, and the blobs and refs only they use (false: keep every revision)")
 	cmd.Flags().StringVar(&opts.verify, "verify", string(populate.VerifySizes),
 		"how to check a snapshot the cache holds: sizes (no file is read) or full (every file is hashed)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputJSON, "output format: json or yaml")
@@ -124,6 +130,7 @@ func populateWith(ctx context.Context, stderr io.Writer, getenv func(string) str
 	}
 	options.Model, options.Revision, options.Dir = opts.model, opts.revision, opts.dir
 	options.Image, options.AllBackends, options.Verify = opts.image, opts.allBackends, verify
+	options.Prune = opts.prune
 	options.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	if opts.resolveOnly {
 		return populate.Resolve(ctx, options)

@@ -24,6 +24,8 @@ type populated struct {
 	Bytes          int64    `json:"bytes"`
 	Names          []string `json:"names"`
 	RepoBytes      int64    `json:"repositoryBytes"`
+	Free           *int64   `json:"freeBytes"`
+	Reclaimable    *int64   `json:"reclaimableBytes"`
 }
 
 func decodeStrict(g Gomega, data []byte) populated {
@@ -67,6 +69,8 @@ func TestPopulatePrintsAndRecordsTheResult(t *testing.T) {
 		size += int64(len(f.Data))
 	}
 	g.Expect(printed.Bytes).To(Equal(size))
+	g.Expect(printed.Free).To(HaveValue(BeNumerically(">", 0)), "the pruning run reports the room it left")
+	g.Expect(printed.Reclaimable).To(HaveValue(BeZero()), "the only revision is kept")
 
 	logged, err := os.ReadFile(terminationLog)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -300,4 +304,35 @@ func TestPopulateVerifyOnlyChecksAFilledCacheOffline(t *testing.T) {
 	logged, err = os.ReadFile(terminationLog)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(logged)).To(ContainSubstring(`"error":"the model is not in the cache: no models--org--m/refs/v2`))
+}
+
+// populate prunes by default; --prune=false keeps every revision.
+func TestPopulatePrunesOlderRevisionsUnlessToldNotTo(t *testing.T) {
+	g := NewWithT(t)
+	hub, _, files := standInHub(t)
+	var commits []string
+	for i := range 3 {
+		commits = append(commits, hub.AddCommit("org/m", "main", append(files, hubtest.File{Name: "README.md", Data: fmt.Appendf(nil, "revision %d", i)})...))
+	}
+	for _, tc := range []struct {
+		flags []string
+		kept  []string
+	}{
+		{nil, commits[1:]},
+		{[]string{"--prune=false"}, commits},
+	} {
+		dir := t.TempDir()
+		for _, commit := range commits {
+			args := append([]string{"populate", "--model", "org/m", "--revision", commit, "--dir", dir}, tc.flags...)
+			_, _, err := runCLI("", args...)
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		entries, err := os.ReadDir(filepath.Join(dir, "models--org--m", "snapshots"))
+		g.Expect(err).NotTo(HaveOccurred())
+		var snapshots []string
+		for _, e := range entries {
+			snapshots = append(snapshots, e.Name())
+		}
+		g.Expect(snapshots).To(ConsistOf(tc.kept), "flags %v", tc.flags)
+	}
 }

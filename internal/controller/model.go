@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -161,6 +162,7 @@ func modelReportOf(pods []corev1.Pod, recorded *embedopsv1.RealizedCache) (model
 			report.realized = &embedopsv1.RealizedCache{ResolvedCommit: commit, ContentDigest: digest}
 			if first.ResolvedCommit == commit && first.ContentDigest == digest {
 				report.realized = realizedOf(first.Result)
+				withLeastRoom(report.realized, done)
 			}
 		}
 	}
@@ -248,8 +250,8 @@ func populateStatusOf(pod *corev1.Pod) (corev1.ContainerStatus, bool) {
 }
 
 // realizedOf is what a populate result gives a binding to record: the
-// commit, the content digest, the bytes and, when they fit the schema's
-// bounds, the file names.
+// commit, the content digest, the bytes, the room its claim has left and,
+// when they fit the schema's bounds, the file names.
 func realizedOf(result populate.Result) *embedopsv1.RealizedCache {
 	realized := &embedopsv1.RealizedCache{ResolvedCommit: result.ResolvedCommit, ContentDigest: result.ContentDigest}
 	if result.Bytes > 0 {
@@ -257,6 +259,9 @@ func realizedOf(result populate.Result) *embedopsv1.RealizedCache {
 	}
 	if recordableFiles(result.Names) {
 		realized.Files = slices.Clone(result.Names)
+	}
+	if result.FreeBytes != nil {
+		realized.FreeBytes, realized.ReclaimableBytes = new(*result.FreeBytes), new(ptr.Deref(result.ReclaimableBytes, 0))
 	}
 	return realized
 }

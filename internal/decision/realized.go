@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 
+	"k8s.io/utils/ptr"
+
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
@@ -24,6 +26,11 @@ func MergeRealized(recorded, found *embedopsv1.RealizedCache) *embedopsv1.Realiz
 		}
 		if merged.Bytes == nil && found.Bytes != nil {
 			merged.Bytes = new(*found.Bytes)
+		}
+		// The room is one claim's: both values or neither.
+		if merged.FreeBytes == nil && merged.ReclaimableBytes == nil && found.FreeBytes != nil {
+			merged.FreeBytes = new(*found.FreeBytes)
+			merged.ReclaimableBytes = ptr.To(ptr.Deref(found.ReclaimableBytes, 0))
 		}
 	}
 	return merged

@@ -205,3 +205,20 @@ func TestRoomForAnotherRevisionNeedsTwiceTheRealizedModel(t *testing.T) {
 	binding.Status.Realized.Bytes = new(int64(6 << 30))
 	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeFalse(), "two 6Gi revisions do not")
 }
+
+func TestRoomForAnotherRevisionCountsWhatTheClaimsHaveFree(t *testing.T) {
+	g := NewWithT(t)
+	d, err := decision.For(fixtures.EmbeddingServer("ns", "tei", fixtures.WithCacheSize("10Gi")))
+	g.Expect(err).NotTo(HaveOccurred())
+	binding := recordingOf(d, "b")
+	binding.Status.Realized = &embedopsv1.RealizedCache{Bytes: new(int64(4 << 30)), FreeBytes: new(int64(1 << 30)), ReclaimableBytes: new(int64(0))}
+	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeFalse(),
+		"two 4Gi revisions fit in 10Gi nominally, but the claims have 1Gi free")
+	binding.Status.Realized.ReclaimableBytes = new(int64(3 << 30))
+	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeTrue(), "pruning the older revision frees 3Gi more")
+	binding.Status.Realized = &embedopsv1.RealizedCache{Bytes: new(int64(6 << 30)), FreeBytes: new(int64(3 << 30)), ReclaimableBytes: new(int64(1 << 30))}
+	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeFalse(), "4Gi of room for a 6Gi revision")
+	grown, err := decision.For(fixtures.EmbeddingServer("ns", "tei", fixtures.WithCacheSize("12Gi")))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decision.RoomForAnotherRevision(binding, grown)).To(BeTrue(), "a claim grown by 2Gi has 2Gi more room")
+}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
@@ -102,18 +103,25 @@ func RevisesInPlace(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 	return SameStoragePart(recorded, &revised) || GrowsInPlace(binding, &revised)
 }
 
-// RoomForAnotherRevision reports whether d's size holds the binding's
-// realized model twice: the populator adds the new revision's files beside
-// the old one's, and nothing prunes those (a revision's files stay until
-// the volume goes), so a volume that fits one revision only would fill up
-// and stop the rolling update with a replica down. Unknown bytes (no
-// populator recorded them) never fit.
+// RoomForAnotherRevision reports whether the binding's claims have room
+// for d's revision beside the one they serve: the new revision is taken to
+// be as large as the realized one (blobs shared between revisions only
+// make it smaller). The populator prunes older revisions before it fetches
+// the new one (populate, Pruning), so the room is what the claims had free
+// when the binding's revision was populated, plus what that pruning frees,
+// plus what a larger size adds. Claims whose free bytes no populator
+// recorded (an earlier release's) must hold the realized model twice
+// within d's size. Unknown bytes never fit.
 func RoomForAnotherRevision(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 	realized := binding.Status.Realized
 	if realized == nil || realized.Bytes == nil {
 		return false
 	}
-	return 2**realized.Bytes <= d.Decision.Size.Value()
+	if realized.FreeBytes == nil {
+		return 2**realized.Bytes <= d.Decision.Size.Value()
+	}
+	grown := max(d.Decision.Size.Value()-binding.Spec.Decision.Size.Value(), 0)
+	return *realized.Bytes <= *realized.FreeBytes+ptr.Deref(realized.ReclaimableBytes, 0)+grown
 }
 
 // InPlaceRollAllowed reports whether the server's pods may be replaced one

@@ -92,6 +92,23 @@
 // is unsupported a warning is logged and verification still guards the
 // result.
 //
+// # Pruning
+//
+// With Options.Prune (`embedops populate` prunes unless --prune=false), a
+// run that downloads a new commit first deletes every snapshot a manifest
+// marks complete except that commit's and the one the last successful run
+// left (.embedops/latest), following huggingface_hub's rule for deleting a
+// revision (utils/_cache_manager.py, HFCacheInfo.delete_revisions): the
+// refs naming it, its snapshot folder, the blobs no other snapshot links,
+// then its manifest. Snapshots other programs wrote (no manifest) are never
+// pruned. A PerReplica claim is only ever mounted by its one replica's pod,
+// so the pod that served the last commit is gone when its successor's init
+// container prunes; that commit is kept anyway, for a rollback. Such a run
+// also reports its filesystem's free bytes (statfs) and what pruning for
+// the next commit would free (Result.FreeBytes, Result.ReclaimableBytes).
+// Pruning assumes one populator writes a model's folder at a time: a
+// PerReplica claim's init container, or a Shared claim's one Job.
+//
 // # Resuming without the hub
 //
 // A revision that is a full commit id whose snapshot is complete on disk is

@@ -72,6 +72,11 @@ type Options struct {
 	// Verify says how a snapshot the cache already holds is checked;
 	// VerifySizes if empty.
 	Verify Verify
+	// Prune deletes, before a new commit is downloaded, every snapshot a
+	// manifest marks complete but the new one and the one the last run left
+	// (see the package documentation, Pruning). Only for a cache one
+	// populator writes at a time.
+	Prune bool
 	// Log receives progress; discarded if nil.
 	Log *slog.Logger
 }
@@ -92,6 +97,12 @@ type Result struct {
 	// RepositoryBytes is the total size of every file of the commit, 0 when
 	// the hub listed files without their sizes.
 	RepositoryBytes int64 `json:"repositoryBytes,omitempty"`
+	// FreeBytes is what the cache's filesystem had available when the run
+	// ended (statfs); nil without Prune or when unknown.
+	FreeBytes *int64 `json:"freeBytes,omitempty"`
+	// ReclaimableBytes is what a pruning run for the next commit frees: the
+	// blobs only snapshots older than this one name. Nil without Prune.
+	ReclaimableBytes *int64 `json:"reclaimableBytes,omitempty"`
 }
 
 // contentDigestPattern is the form ContentDigest returns.
@@ -113,6 +124,7 @@ type populator struct {
 	sleep           func(context.Context, time.Duration) error
 	idle            time.Duration
 	verify          Verify
+	prune           bool
 	log             *slog.Logger
 	downloaded      atomic.Int64
 	// backends and selection say which files are cached: selection names
@@ -161,6 +173,19 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	result, err := p.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.finish(result); err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+// run makes the cache hold the snapshot: from the cache, from the hub, or
+// from the cache when the hub cannot be reached.
+func (p *populator) run(ctx context.Context) (*Result, error) {
 	if isCommit(p.revision) {
 		if result, ok := p.cached(ctx, p.revision, "asking the hub"); ok {
 			return result, nil
@@ -248,6 +273,7 @@ func newPopulator(opts Options) (*populator, error) {
 		sleep:  opts.Sleep,
 		idle:   opts.IdleTimeout,
 		verify: opts.Verify,
+		prune:  opts.Prune,
 		log:    opts.Log,
 	}, nil
 }
@@ -292,6 +318,9 @@ func (p *populator) download(ctx context.Context, info *revisionInfo) (*Result, 
 	listing, err := planFiles(info.Siblings)
 	if err != nil {
 		return nil, fmt.Errorf("model %q at %s: %w", p.model, commit, err)
+	}
+	if err := p.pruneAllBut(commit, listing); err != nil {
+		return nil, err
 	}
 	snap := newSnapshot(p, commit, listing)
 	names, err := p.wanted(listing, func(name string) ([]byte, error) { return snap.read(ctx, name) })

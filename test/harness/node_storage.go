@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,14 @@ import (
 
 // LocalProvisionerName provisions the real node's StorageClasses.
 const LocalProvisionerName = "embedops.dev/local-provisioner"
+
+// SizedStorageClass is the real node's class whose volumes hold no more than
+// their claims request: each is a tmpfs mounted with size= the request, so
+// a full volume fails a write with ENOSPC as a full disk does.
+const SizedStorageClass = "sized"
+
+// sizedParameter marks the StorageClass whose volumes are sized tmpfs mounts.
+const sizedParameter = "embedops.dev/sized"
 
 // localProvisioner provisions a `local` PersistentVolume in a directory
 // per claim on the node, once the scheduler picked the node
@@ -42,6 +51,12 @@ func (p *localProvisioner) Provision(_ context.Context, options controller.Provi
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, controller.ProvisioningFinished, fmt.Errorf("creating the volume directory: %w", err)
 	}
+	if options.StorageClass.Parameters[sizedParameter] == "true" {
+		size := options.PVC.Spec.Resources.Requests[corev1.ResourceStorage]
+		if err := unix.Mount("tmpfs", path, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size.Value())); err != nil {
+			return nil, controller.ProvisioningFinished, fmt.Errorf("mounting the sized volume: %w", err)
+		}
+	}
 	volume := volumeFor(options, corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}})
 	volume.Spec.NodeAffinity = nodeAffinity(p.nodeName)
 	return volume, controller.ProvisioningFinished, nil
@@ -53,8 +68,20 @@ func (p *localProvisioner) Delete(_ context.Context, volume *corev1.PersistentVo
 	if source == nil || !strings.HasPrefix(source.Path, p.dir+string(filepath.Separator)) {
 		return &controller.IgnoredError{Reason: "the volume is not under the provisioner's directory"}
 	}
+	if err := unmountSized(source.Path); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(source.Path); err != nil {
 		return fmt.Errorf("removing the volume directory: %w", err)
+	}
+	return nil
+}
+
+// unmountSized unmounts a sized volume's tmpfs; a plain directory is left
+// as it is.
+func unmountSized(path string) error {
+	if err := unix.Unmount(path, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmounting the sized volume %s: %w", path, err)
 	}
 	return nil
 }
@@ -72,12 +99,15 @@ func nodeAffinity(nodeName string) *corev1.VolumeNodeAffinity {
 // the default, both local and WaitForFirstConsumer.
 func nodeStorageClasses() []*storagev1.StorageClass {
 	var classes []*storagev1.StorageClass
-	for _, name := range []string{DefaultStorageClass, "fast"} {
+	for _, name := range []string{DefaultStorageClass, "fast", SizedStorageClass} {
 		class := &storagev1.StorageClass{
 			ObjectMeta:        metav1.ObjectMeta{Name: name},
 			Provisioner:       LocalProvisionerName,
 			ReclaimPolicy:     new(corev1.PersistentVolumeReclaimDelete),
 			VolumeBindingMode: new(storagev1.VolumeBindingWaitForFirstConsumer),
+		}
+		if name == SizedStorageClass {
+			class.Parameters = map[string]string{sizedParameter: "true"}
 		}
 		if name == DefaultStorageClass {
 			class.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}

@@ -120,11 +120,14 @@
 // retainFor and a larger size; decision.RevisesInPlace) supersedes the
 // binding the same way when the server's pods may be replaced one at a
 // time (decision.InPlaceRollAllowed: two replicas or more, a budget that
-// lets one be unavailable) and its size holds the realized model twice
+// lets one be unavailable) and its claims have room for another copy of
+// the realized model: the free and reclaimable bytes their populators
+// reported, or without those twice the model within the size
 // (decision.RoomForAnotherRevision). Its own resolve Job records its commit (it
 // inherits no realized commit of another revision), and the StatefulSet's
 // rolling update replaces each pod on its own claim, where the populator
-// fetches only the blobs the claim lacks. Otherwise a revision rolls onto
+// prunes revisions older than the one the claim served and fetches only
+// the blobs the claim lacks. Otherwise a revision rolls onto
 // new storage as below.
 //
 // # Storage changes roll

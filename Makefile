@@ -21,11 +21,20 @@ HELM_TOOLS := helm-controller
 # the kube module, CoreDNS (cluster DNS) from test/tools/coredns.
 NODE_KUBE_TOOLS := kubelet kube-proxy
 NODE_TOOLS := $(NODE_KUBE_TOOLS) coredns
-TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) controller-gen golangci-lint
-# Third-party CRDs the provenance tests install: Flux's from the Flux tools
-# module, Argo CD's from its module (Argo CD itself is not built).
+# Argo CD (test/tools/argocd): one multi-call binary that picks its component
+# from the name it runs under (cmd/main.go), so the components are symlinks.
+ARGOCD_VERSION := v2.14.21
+ARGOCD_COMPONENTS := argocd-repo-server argocd-application-controller
+ARGOCD_TOOLS := argocd $(ARGOCD_COMPONENTS)
+TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) $(ARGOCD_TOOLS) controller-gen golangci-lint
+# Third-party CRDs the tests install: Flux's from the Flux tools module;
+# Argo CD's twice. crds/argocd-run holds the CRDs of the Argo CD that runs
+# (v2.14.21, test/tools/argocd), for the tests that run it; crds/argocd holds
+# v3's, for the provenance tests that only read Applications a user's Argo CD
+# writes (sources, multi-source, status.sync.revisions): the operator must
+# read v3's schema too, and v3 does not build here to run.
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
-CRDS := crds/flux crds/helm crds/argocd
+CRDS := crds/flux crds/helm crds/argocd crds/argocd-run
 COLD_BUILD_NOTE := a cold build of all tools takes about 24 minutes on 2 cores
 
 ##@ General
@@ -186,7 +195,7 @@ UPGRADE_BASELINE := $(shell sed -n '/^[0-9a-f]\{40\}$$/p' test/upgrade/BASELINE)
 UPGRADE_CONTROLLER := $(BIN)/upgrade/controller-$(UPGRADE_BASELINE)
 
 .PHONY: tools
-tools: check-git node-packages $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) $(UPGRADE_CONTROLLER) ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
+tools: check-git node-packages argocd-packages $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) $(UPGRADE_CONTROLLER) ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
 
 $(UPGRADE_CONTROLLER):
 	go run ./test/upgrade/baseline
@@ -269,6 +278,20 @@ node-packages:
 		dpkg-query -W -f='tools: installed $${Package} $${Version}\n' $$missing; \
 	fi
 
+# Argo CD's cache: its manifests run redis beside the repo-server and the
+# application-controller, and so does test/harness (StartArgoCD), with
+# Debian's redis-server, installed when missing and root.
+.PHONY: argocd-packages
+argocd-packages:
+	@if command -v redis-server >/dev/null; then echo "tools: redis-server is installed (Argo CD's cache)"; \
+	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "tools: the Argo CD tests need redis-server (apt-get install redis-server as root)"; \
+	else \
+		echo "tools: installing redis-server (Argo CD's cache)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server; \
+		dpkg-query -W -f='tools: installed $${Package} $${Version}\n' redis-server; \
+	fi
+
 $(BIN)/etcd: test/tools/etcd/go.mod test/tools/etcd/go.sum
 	$(call build-tool,etcd,go.etcd.io/etcd/server/v3)
 
@@ -280,6 +303,15 @@ $(addprefix $(BIN)/,$(FLUX_TOOLS)): $(BIN)/%: test/tools/flux/go.mod test/tools/
 
 $(BIN)/helm-controller: test/tools/helm/go.mod test/tools/helm/go.sum
 	$(call build-tool,helm,github.com/fluxcd/helm-controller)
+
+# Argo CD's version is stamped as its release build stamps it (argo-cd
+# Makefile: -X common.version=$(cat VERSION), without the v), so that its
+# components report it.
+$(BIN)/argocd: test/tools/argocd/go.mod test/tools/argocd/go.sum $(BIN)/stamps/argocd-$(ARGOCD_VERSION)
+	$(call build-tool,argocd,-ldflags '-X github.com/argoproj/argo-cd/v2/common.version=$(patsubst v%,%,$(ARGOCD_VERSION))' github.com/argoproj/argo-cd/v2/cmd)
+
+$(addprefix $(BIN)/,$(ARGOCD_COMPONENTS)): $(BIN)/argocd
+	ln -sf argocd $@
 
 $(CONTROLLER_GEN): test/tools/codegen/go.mod test/tools/codegen/go.sum
 	$(call build-tool,codegen,sigs.k8s.io/controller-tools/cmd/controller-gen)
@@ -304,6 +336,12 @@ $(BIN)/crds/helm: test/tools/helm/go.mod
 $(BIN)/crds/argocd:
 	@mkdir -p $@.tmp
 	dir=$$(go mod download -json $(ARGOCD_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+		install -m 0644 $$dir/manifests/crds/*-crd.yaml $@.tmp/
+	mv $@.tmp $@
+
+$(BIN)/crds/argocd-run: test/tools/argocd/go.mod
+	@mkdir -p $@.tmp
+	dir=$$(cd test/tools/argocd && go mod download github.com/argoproj/argo-cd/v2 && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v2); \
 		install -m 0644 $$dir/manifests/crds/*-crd.yaml $@.tmp/
 	mv $@.tmp $@
 

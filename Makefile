@@ -25,7 +25,11 @@ NODE_TOOLS := $(NODE_KUBE_TOOLS) coredns
 # from the name it runs under (cmd/main.go), so the components are symlinks.
 ARGOCD_VERSION := v2.14.21
 ARGOCD_COMPONENTS := argocd-repo-server argocd-application-controller
-ARGOCD_TOOLS := argocd $(ARGOCD_COMPONENTS)
+# The executables its repo-server runs to render Helm charts and
+# kustomizations, in a directory of their own that only the repo-server has
+# on its PATH (test/harness).
+ARGOCD_RENDER_TOOLS := argocd-render/helm argocd-render/kustomize
+ARGOCD_TOOLS := argocd $(ARGOCD_COMPONENTS) $(ARGOCD_RENDER_TOOLS)
 TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) $(ARGOCD_TOOLS) controller-gen golangci-lint
 # Third-party CRDs the tests install: Flux's from the Flux tools module;
 # Argo CD's twice. crds/argocd-run holds the CRDs of the Argo CD that runs
@@ -35,7 +39,7 @@ TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(H
 # read v3's schema too, and v3 does not build here to run.
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
 CRDS := crds/flux crds/helm crds/argocd crds/argocd-run
-COLD_BUILD_NOTE := a cold build of all tools takes about 24 minutes on 2 cores
+COLD_BUILD_NOTE := a cold build of all tools takes about 24 minutes on 2 cores, plus 8 for Argo CD
 
 ##@ General
 
@@ -98,8 +102,8 @@ test-floor: $(BIN)/floor/kube-apiserver $(BIN)/etcd ## Run the CRD admission, co
 	EMBEDOPS_KUBE_APISERVER=$(BIN)/floor/kube-apiserver go test $(GO_TEST_FLAGS) $(FLOOR_TEST_PACKAGES)
 
 .PHONY: test-e2e
-test-e2e: tools manifests ## Run the end-to-end tests: the operator on the local cluster, and GitOps with real Flux controllers.
-	go test $(GO_TEST_FLAGS) ./test/e2e/... ./test/gitops/...
+test-e2e: tools manifests ## Run the end-to-end tests: the operator on the local cluster, and GitOps with real Flux and Argo CD.
+	go test $(GO_TEST_FLAGS) ./test/e2e/... ./test/gitops/... ./test/argocd/...
 
 CHAOS_CYCLES ?= 50
 .PHONY: test-chaos
@@ -312,6 +316,13 @@ $(BIN)/argocd: test/tools/argocd/go.mod test/tools/argocd/go.sum $(BIN)/stamps/a
 
 $(addprefix $(BIN)/,$(ARGOCD_COMPONENTS)): $(BIN)/argocd
 	ln -sf argocd $@
+
+# helm stamped as its release build stamps it (helm Makefile, LDFLAGS).
+$(BIN)/argocd-render/helm: test/tools/argocd-render/go.mod test/tools/argocd-render/go.sum
+	$(call build-tool,argocd-render,-ldflags '-X helm.sh/helm/v3/internal/version.version=v3.16.3' helm.sh/helm/v3/cmd/helm)
+
+$(BIN)/argocd-render/kustomize: test/tools/argocd-render/go.mod test/tools/argocd-render/go.sum
+	$(call build-tool,argocd-render,sigs.k8s.io/kustomize/kustomize/v5)
 
 $(CONTROLLER_GEN): test/tools/codegen/go.mod test/tools/codegen/go.sum
 	$(call build-tool,codegen,sigs.k8s.io/controller-tools/cmd/controller-gen)

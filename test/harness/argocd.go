@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // ArgoCDNamespace is the namespace Argo CD runs in, as its install manifests
@@ -82,9 +83,18 @@ func startRedis(ctx context.Context, dir string, port uint32) (*Process, error) 
 // startRepoServer runs argocd-repo-server on loopback, plain gRPC (the
 // controller reaches it with --repo-server-plaintext), its scratch space
 // (clones, the askpass socket) under dir. GnuPG is off: nothing here signs
-// commits, and it would need gpg.
+// commits, and it would need gpg. Its PATH has, as Argo CD's image does,
+// helm and kustomize, which it runs to render (argo-cd util/helm/cmd.go,
+// util/kustomize/kustomize.go), from bin/argocd-render, and bin/argocd,
+// which git runs as GIT_ASKPASS for a repository's credentials (argo-cd
+// util/askpass/server.go, Environ; cmd/main.go runs the helper it names in
+// ARGOCD_BINARY_NAME).
 func startRepoServer(ctx context.Context, kubeconfig, dir, redisAddr string, port, metricsPort uint32) (*Process, error) {
 	binary, err := argoCDBinary("argocd-repo-server")
+	if err != nil {
+		return nil, err
+	}
+	renderTools, err := argoCDBinary("argocd-render")
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +115,7 @@ func startRepoServer(ctx context.Context, kubeconfig, dir, redisAddr string, por
 			"ARGOCD_GPG_ENABLED=false",
 			"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(scratch, "askpass.sock"),
 			"TMPDIR=" + scratch,
+			"PATH=" + strings.Join([]string{renderTools, filepath.Dir(binary), os.Getenv("PATH")}, string(os.PathListSeparator)),
 		},
 		LogPath:  filepath.Join(dir, "argocd-repo-server.log"),
 		ReadyURL: fmt.Sprintf("http://127.0.0.1:%d/healthz", metricsPort),

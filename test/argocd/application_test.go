@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +41,14 @@ type appStatus struct {
 		Revision  string   `json:"revision"`
 		Revisions []string `json:"revisions"`
 	} `json:"sync"`
-	Resources []appResource `json:"resources"`
+	Resources      []appResource `json:"resources"`
+	OperationState struct {
+		Phase      string `json:"phase"`
+		Message    string `json:"message"`
+		SyncResult struct {
+			Revision string `json:"revision"`
+		} `json:"syncResult"`
+	} `json:"operationState"`
 }
 
 // appResource is one entry of status.resources.
@@ -142,4 +150,29 @@ func annotateApplication(t *testing.T, name, key, value string) {
 	annotations[key] = value
 	app.SetAnnotations(annotations)
 	g.Expect(cluster.Client.Patch(t.Context(), app, patch)).To(Succeed())
+}
+
+// setArgoCDConfig sets key in argocd-cm until the test ends; Argo CD reads
+// its settings from the ConfigMap as they change.
+func setArgoCDConfig(t *testing.T, key, value string) {
+	t.Helper()
+	g := NewWithT(t)
+	configMap := &corev1.ConfigMap{}
+	name := client.ObjectKey{Namespace: harness.ArgoCDNamespace, Name: "argocd-cm"}
+	g.Expect(cluster.Client.Get(t.Context(), name, configMap)).To(Succeed())
+	patch := client.MergeFrom(configMap.DeepCopy())
+	configMap.Data[key] = value
+	g.Expect(cluster.Client.Patch(t.Context(), configMap, patch)).To(Succeed())
+	t.Cleanup(func() {
+		restore := &corev1.ConfigMap{}
+		if err := cluster.Client.Get(context.Background(), name, restore); err != nil {
+			t.Error(err)
+			return
+		}
+		patch := client.MergeFrom(restore.DeepCopy())
+		delete(restore.Data, key)
+		if err := cluster.Client.Patch(context.Background(), restore, patch); err != nil {
+			t.Error(err)
+		}
+	})
 }

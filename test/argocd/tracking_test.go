@@ -1,7 +1,6 @@
 package argocd
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -66,25 +65,7 @@ func TestArgoCDPrunesNothingTheOperatorCreates(t *testing.T) {
 // setTrackingMethod sets argocd-cm's tracking method until the test ends.
 func setTrackingMethod(t *testing.T, method string) {
 	t.Helper()
-	g := NewWithT(t)
-	configMap := &corev1.ConfigMap{}
-	key := client.ObjectKey{Namespace: harness.ArgoCDNamespace, Name: "argocd-cm"}
-	g.Expect(cluster.Client.Get(t.Context(), key, configMap)).To(Succeed())
-	patch := client.MergeFrom(configMap.DeepCopy())
-	configMap.Data[trackingMethodKey] = method
-	g.Expect(cluster.Client.Patch(t.Context(), configMap, patch)).To(Succeed())
-	t.Cleanup(func() {
-		restore := &corev1.ConfigMap{}
-		if err := cluster.Client.Get(context.Background(), key, restore); err != nil {
-			t.Error(err)
-			return
-		}
-		patch := client.MergeFrom(restore.DeepCopy())
-		delete(restore.Data, trackingMethodKey)
-		if err := cluster.Client.Patch(context.Background(), restore, patch); err != nil {
-			t.Error(err)
-		}
-	})
+	setArgoCDConfig(t, trackingMethodKey, method)
 }
 
 // expectRefreshedWithoutPruning waits until the controller has written the

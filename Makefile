@@ -21,12 +21,25 @@ HELM_TOOLS := helm-controller
 # the kube module, CoreDNS (cluster DNS) from test/tools/coredns.
 NODE_KUBE_TOOLS := kubelet kube-proxy
 NODE_TOOLS := $(NODE_KUBE_TOOLS) coredns
-TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) controller-gen golangci-lint
-# Third-party CRDs the provenance tests install: Flux's from the Flux tools
-# module, Argo CD's from its module (Argo CD itself is not built).
+# Argo CD (test/tools/argocd): one multi-call binary that picks its component
+# from the name it runs under (cmd/main.go), so the components are symlinks.
+ARGOCD_VERSION := v2.14.21
+ARGOCD_COMPONENTS := argocd-repo-server argocd-application-controller
+# The executables its repo-server runs to render Helm charts and
+# kustomizations, in a directory of their own that only the repo-server has
+# on its PATH (test/harness).
+ARGOCD_RENDER_TOOLS := argocd-render/helm argocd-render/kustomize
+ARGOCD_TOOLS := argocd $(ARGOCD_COMPONENTS) $(ARGOCD_RENDER_TOOLS)
+TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) $(ARGOCD_TOOLS) controller-gen golangci-lint
+# Third-party CRDs the tests install: Flux's from the Flux tools module;
+# Argo CD's twice. crds/argocd-run holds the CRDs of the Argo CD that runs
+# (v2.14.21, test/tools/argocd), for the tests that run it; crds/argocd holds
+# v3's, for the provenance tests that only read Applications a user's Argo CD
+# writes (sources, multi-source, status.sync.revisions): the operator must
+# read v3's schema too, and v3 does not build here to run.
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
-CRDS := crds/flux crds/helm crds/argocd
-COLD_BUILD_NOTE := a cold build of all tools takes about 24 minutes on 2 cores
+CRDS := crds/flux crds/helm crds/argocd crds/argocd-run
+COLD_BUILD_NOTE := a cold build of all tools takes about 24 minutes on 2 cores, plus 8 for Argo CD
 
 ##@ General
 
@@ -89,8 +102,8 @@ test-floor: $(BIN)/floor/kube-apiserver $(BIN)/etcd ## Run the CRD admission, co
 	EMBEDOPS_KUBE_APISERVER=$(BIN)/floor/kube-apiserver go test $(GO_TEST_FLAGS) $(FLOOR_TEST_PACKAGES)
 
 .PHONY: test-e2e
-test-e2e: tools manifests ## Run the end-to-end tests: the operator on the local cluster, and GitOps with real Flux controllers.
-	go test $(GO_TEST_FLAGS) ./test/e2e/... ./test/gitops/...
+test-e2e: tools manifests ## Run the end-to-end tests: the operator on the local cluster, and GitOps with real Flux and Argo CD.
+	go test $(GO_TEST_FLAGS) ./test/e2e/... ./test/gitops/... ./test/argocd/...
 
 CHAOS_CYCLES ?= 50
 .PHONY: test-chaos
@@ -186,7 +199,7 @@ UPGRADE_BASELINE := $(shell sed -n '/^[0-9a-f]\{40\}$$/p' test/upgrade/BASELINE)
 UPGRADE_CONTROLLER := $(BIN)/upgrade/controller-$(UPGRADE_BASELINE)
 
 .PHONY: tools
-tools: check-git node-packages $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) $(UPGRADE_CONTROLLER) ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
+tools: check-git node-packages argocd-packages $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) $(UPGRADE_CONTROLLER) ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
 
 $(UPGRADE_CONTROLLER):
 	go run ./test/upgrade/baseline
@@ -269,6 +282,20 @@ node-packages:
 		dpkg-query -W -f='tools: installed $${Package} $${Version}\n' $$missing; \
 	fi
 
+# Argo CD's cache: its manifests run redis beside the repo-server and the
+# application-controller, and so does test/harness (StartArgoCD), with
+# Debian's redis-server, installed when missing and root.
+.PHONY: argocd-packages
+argocd-packages:
+	@if command -v redis-server >/dev/null; then echo "tools: redis-server is installed (Argo CD's cache)"; \
+	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "tools: the Argo CD tests need redis-server (apt-get install redis-server as root)"; \
+	else \
+		echo "tools: installing redis-server (Argo CD's cache)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server; \
+		dpkg-query -W -f='tools: installed $${Package} $${Version}\n' redis-server; \
+	fi
+
 $(BIN)/etcd: test/tools/etcd/go.mod test/tools/etcd/go.sum
 	$(call build-tool,etcd,go.etcd.io/etcd/server/v3)
 
@@ -280,6 +307,22 @@ $(addprefix $(BIN)/,$(FLUX_TOOLS)): $(BIN)/%: test/tools/flux/go.mod test/tools/
 
 $(BIN)/helm-controller: test/tools/helm/go.mod test/tools/helm/go.sum
 	$(call build-tool,helm,github.com/fluxcd/helm-controller)
+
+# Argo CD's version is stamped as its release build stamps it (argo-cd
+# Makefile: -X common.version=$(cat VERSION), without the v), so that its
+# components report it.
+$(BIN)/argocd: test/tools/argocd/go.mod test/tools/argocd/go.sum $(BIN)/stamps/argocd-$(ARGOCD_VERSION)
+	$(call build-tool,argocd,-ldflags '-X github.com/argoproj/argo-cd/v2/common.version=$(patsubst v%,%,$(ARGOCD_VERSION))' github.com/argoproj/argo-cd/v2/cmd)
+
+$(addprefix $(BIN)/,$(ARGOCD_COMPONENTS)): $(BIN)/argocd
+	ln -sf argocd $@
+
+# helm stamped as its release build stamps it (helm Makefile, LDFLAGS).
+$(BIN)/argocd-render/helm: test/tools/argocd-render/go.mod test/tools/argocd-render/go.sum
+	$(call build-tool,argocd-render,-ldflags '-X helm.sh/helm/v3/internal/version.version=v3.16.3' helm.sh/helm/v3/cmd/helm)
+
+$(BIN)/argocd-render/kustomize: test/tools/argocd-render/go.mod test/tools/argocd-render/go.sum
+	$(call build-tool,argocd-render,sigs.k8s.io/kustomize/kustomize/v5)
 
 $(CONTROLLER_GEN): test/tools/codegen/go.mod test/tools/codegen/go.sum
 	$(call build-tool,codegen,sigs.k8s.io/controller-tools/cmd/controller-gen)
@@ -304,6 +347,12 @@ $(BIN)/crds/helm: test/tools/helm/go.mod
 $(BIN)/crds/argocd:
 	@mkdir -p $@.tmp
 	dir=$$(go mod download -json $(ARGOCD_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+		install -m 0644 $$dir/manifests/crds/*-crd.yaml $@.tmp/
+	mv $@.tmp $@
+
+$(BIN)/crds/argocd-run: test/tools/argocd/go.mod
+	@mkdir -p $@.tmp
+	dir=$$(cd test/tools/argocd && go mod download github.com/argoproj/argo-cd/v2 && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v2); \
 		install -m 0644 $$dir/manifests/crds/*-crd.yaml $@.tmp/
 	mv $@.tmp $@
 

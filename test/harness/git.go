@@ -14,6 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -39,6 +41,7 @@ type GitRepo struct {
 	Branch string
 
 	repo *git.Repository
+	auth transport.AuthMethod
 }
 
 // CreateGitRepo creates an empty repository at path on the git server, with
@@ -73,6 +76,12 @@ func CloneGitRepo(ctx context.Context, url, branch string) (*GitRepo, error) {
 	return &GitRepo{URL: url, Branch: branch, repo: repo}, nil
 }
 
+// PushAs has later pushes authenticate with HTTP basic auth, as to a
+// private repository on a server started with Auth.
+func (r *GitRepo) PushAs(username, password string) {
+	r.auth = &githttp.BasicAuth{Username: username, Password: password}
+}
+
 // ReadFile reads a file of the clone's work tree.
 func (r *GitRepo) ReadFile(path string) ([]byte, error) {
 	fs, err := r.files()
@@ -94,7 +103,7 @@ func (r *GitRepo) Commit(ctx context.Context, subject string, files map[string]s
 		return "", fmt.Errorf("committing %q: %w", subject, err)
 	}
 	refSpec := config.RefSpec(fmt.Sprintf("refs/heads/%[1]s:refs/heads/%[1]s", r.Branch))
-	if err := r.repo.PushContext(ctx, &git.PushOptions{RefSpecs: []config.RefSpec{refSpec}}); err != nil {
+	if err := r.repo.PushContext(ctx, &git.PushOptions{RefSpecs: []config.RefSpec{refSpec}, Auth: r.auth}); err != nil {
 		return "", fmt.Errorf("pushing %q to %s: %w", subject, r.URL, err)
 	}
 	return hash, nil

@@ -35,6 +35,8 @@ type ProcessOptions struct {
 	Args []string
 	// Kubeconfig is passed as $KUBECONFIG.
 	Kubeconfig string
+	// Env are more variables (NAME=value) for its environment.
+	Env []string
 	// LogPath is the file that receives its standard output and error.
 	LogPath string
 	// ReadyURL is a probe that answers 200 OK once the process is ready.
@@ -85,7 +87,7 @@ func (p *Process) start(opts ProcessOptions) error {
 	}
 	defer func() { _ = log.Close() }()
 	p.cmd = exec.Command(opts.Binary, opts.Args...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+opts.Kubeconfig)
+	p.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+opts.Kubeconfig), opts.Env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	dieWithParent(p.cmd)
 	spawn := opts.Spawn

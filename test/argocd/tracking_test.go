@@ -34,8 +34,8 @@ const retained = "1h"
 func TestArgoCDPrunesNothingTheOperatorCreates(t *testing.T) {
 	for _, method := range []string{"label", "annotation"} {
 		t.Run(method, func(t *testing.T) {
-			setTrackingMethod(t, method)
 			namespace := cluster.Namespace(t)
+			setTrackingMethod(t, namespace, method)
 			name := namespace
 			fast := newStorageClass(t, namespace+"-fast")
 			repo := newRepository(t, "platform/"+namespace+".git")
@@ -62,10 +62,12 @@ func TestArgoCDPrunesNothingTheOperatorCreates(t *testing.T) {
 	}
 }
 
-// setTrackingMethod sets argocd-cm's tracking method until the test ends.
-func setTrackingMethod(t *testing.T, method string) {
+// setTrackingMethod sets argocd-cm's tracking method until the test ends,
+// and waits until Argo CD syncs with it (waitForTrackingMethod).
+func setTrackingMethod(t *testing.T, namespace, method string) {
 	t.Helper()
 	setArgoCDConfig(t, trackingMethodKey, method)
+	waitForTrackingMethod(t, namespace, method)
 }
 
 // expectRefreshedWithoutPruning waits until the controller has written the

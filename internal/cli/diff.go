@@ -105,7 +105,8 @@ func newDiffCommand() *cobra.Command {
 			"status.realized) and the servers whose pods roll onto other cache storage. A change of retainFor\n" +
 			"alone keeps the cache: its new binding takes over the claims, and the server does not roll; so\n" +
 			"does a larger size (the claims are expanded in place, if the StorageClass allows it) and a new\n" +
-			"model revision (the pods roll in place, if the claims hold the model twice and a replica may be\n" +
+			"model revision (the pods roll in place, if the claims have room for another revision, as their\n" +
+			"binding's status.realized records it, and a replica may be\n" +
 			"unavailable); a condition the plan cannot check is printed under the table.\n" +
 			"Exit status 3 with --fail-on-retire means the change releases cached data.",
 		Args: cobra.NoArgs,

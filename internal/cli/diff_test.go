@@ -124,7 +124,7 @@ func TestDiffListsWhatAChangeDoesToEachCache(t *testing.T) {
 			g.Expect(s.Caches).To(HaveLen(1), "the old binding is superseded, not retired")
 			g.Expect(s.Caches[0].Identity.Revision).To(Equal("v2"))
 			g.Expect(s.Caches[0].Supersedes).To(HavePrefix("bge-reranker-base-"))
-			g.Expect(s.Caches[0].Condition).To(ContainSubstring("if the claims hold the model twice"), "no binding gives the model's size")
+			g.Expect(s.Caches[0].Condition).To(ContainSubstring("if the claims have room for another revision"), "no binding gives the model's size")
 			g.Expect(s.Caches[0].Download.Copies).To(Equal(int32(2)), "a claim per replica")
 		}
 	}
@@ -145,7 +145,7 @@ func TestDiffTableIsAPlan(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`(?m)^SERVER\s+ACTION\s+BINDING\s+MODEL\s+CACHE\s+RETAIN FOR\s+DOWNLOAD\s+ROLLS$`))
 	g.Expect(out).To(MatchRegexp(`(?m)^team/docs\s+~ keep \(lifetime changed\)\s+bge-base-en-v1-5-\S+\s+BAAI/bge-base-en-v1.5@main\s+PerReplica 10Gi\s+30s -> 1h\s+-\s+no$`))
 	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank\s+~ keep \(revised in place\)\s+\S+\s+BAAI/bge-reranker-base@v2\s+.*\s+24h\s+unknown\s+no$`))
-	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank: bge-reranker-base-\S+ takes over the claims of bge-reranker-base-\S+ if the claims hold the model twice`))
+	g.Expect(out).To(MatchRegexp(`(?m)^team/rerank: bge-reranker-base-\S+ takes over the claims of bge-reranker-base-\S+ if the claims have room for another revision`))
 	g.Expect(out).To(MatchRegexp(`(?m)^team/legacy\s+- retire\s+\S+\s+intfloat/e5-small@main\s+Shared 10Gi\s+168h\s+-\s+no$`))
 	g.Expect(out).To(ContainSubstring("Plan: 1 to create, 1 kept, 1 kept with a new lifetime, 1 kept with a new revision, 1 to retire. Rolls: none. Download: unknown (sizes: unknown: --cluster=off).\n"))
 

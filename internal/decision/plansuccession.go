@@ -10,7 +10,8 @@ import (
 // Facts are what a plan knows beyond the manifests; each is nil when
 // unknown, and a succession that depends on it is then conditional.
 type Facts struct {
-	// Bindings give model sizes (status.realized, RealizedBytes).
+	// Bindings give model sizes (status.realized, RealizedBytes) and the
+	// room their claims have (realizedRoom).
 	Bindings []embedopsv1.ModelCacheBinding
 	// ClassExpands reports whether a StorageClass ("" for the default)
 	// allows volume expansion, and whether that is known.
@@ -53,11 +54,10 @@ func takeover(old, updated *decided, facts Facts) (Succession, string) {
 			return NoSuccession, ""
 		}
 		recorded := Recording(old.decision)
-		bytes := RealizedBytes(facts.Bindings, old.decision.Identity)
-		recorded.Status.Realized = &embedopsv1.RealizedCache{Bytes: bytes}
+		recorded.Status.Realized = realizedRoom(facts.Bindings, old.decision.Identity)
 		switch {
-		case bytes == nil:
-			unknown = append(unknown, "the claims hold the model twice (its size is not known)")
+		case recorded.Status.Realized.Bytes == nil:
+			unknown = append(unknown, "the claims have room for another revision (the model's size is not known)")
 		case !RoomForAnotherRevision(recorded, updated.decision):
 			return NoSuccession, ""
 		}
@@ -98,4 +98,28 @@ func successorAction(kind Succession) Action {
 	default:
 		return ActionKeepLifetimeChanged
 	}
+}
+
+// realizedRoom is what RoomForAnotherRevision reads of the binding whose
+// claims the revision would roll on: the model's size (RealizedBytes) and
+// the free and reclaimable bytes the newest binding of exactly identity
+// (its sharing domain too: a PerReplica binding's claims are its server's)
+// recorded; without them the rule is the one the ledger applies to an
+// earlier release's binding, twice the model within the size.
+func realizedRoom(bindings []embedopsv1.ModelCacheBinding, identity embedopsv1.CacheIdentity) *embedopsv1.RealizedCache {
+	room := &embedopsv1.RealizedCache{Bytes: RealizedBytes(bindings, identity)}
+	var found *embedopsv1.ModelCacheBinding
+	for i := range bindings {
+		b := &bindings[i]
+		if b.Spec.Identity != identity || b.Status.Realized == nil || b.Status.Realized.FreeBytes == nil {
+			continue
+		}
+		if found == nil || newer(b, found) {
+			found = b
+		}
+	}
+	if found != nil {
+		room.FreeBytes, room.ReclaimableBytes = found.Status.Realized.FreeBytes, found.Status.Realized.ReclaimableBytes
+	}
+	return room
 }

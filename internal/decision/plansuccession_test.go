@@ -20,6 +20,11 @@ func TestPlanPredictsTheSuccessionsTheLedgerMakes(t *testing.T) {
 		b.Status.Realized = &embedopsv1.RealizedCache{Bytes: new(bytes)}
 		return []embedopsv1.ModelCacheBinding{*b}
 	}
+	withRoom := func(bytes, free, reclaimable int64) decision.Facts {
+		bindings := realized(bytes)
+		bindings[0].Status.Realized.FreeBytes, bindings[0].Status.Realized.ReclaimableBytes = new(free), new(reclaimable)
+		return decision.Facts{Bindings: bindings, AllowedUnavailable: builder.AllowedUnavailable}
+	}
 	expandable := func(class string) (bool, bool) { return class == "fast", true }
 	known := decision.Facts{Bindings: realized(4 << 30), ClassExpands: expandable, AllowedUnavailable: builder.AllowedUnavailable}
 	larger, v2 := fixtures.WithCacheSize("20Gi"), fixtures.WithModel(fixtures.Model, "v2")
@@ -42,8 +47,12 @@ func TestPlanPredictsTheSuccessionsTheLedgerMakes(t *testing.T) {
 		{"a new revision of one replica gets new storage", es(fixtures.WithReplicas(1)), es(v2, fixtures.WithReplicas(1)), known, created, ""},
 		{"a new revision without room for two gets new storage", es(), es(v2),
 			decision.Facts{Bindings: realized(6 << 30), AllowedUnavailable: builder.AllowedUnavailable}, created, ""},
-		{"a new revision of a model of unknown size rolls in place if it fits twice", es(), es(v2),
-			decision.Facts{AllowedUnavailable: builder.AllowedUnavailable}, []decision.Action{decision.ActionKeepRevised}, "the claims hold the model twice"},
+		{"a new revision of a model of unknown size rolls in place if it fits", es(), es(v2),
+			decision.Facts{AllowedUnavailable: builder.AllowedUnavailable}, []decision.Action{decision.ActionKeepRevised}, "the claims have room for another revision"},
+		{"a new revision gets new storage when the claims lack the room they reported, though twice the model fits the size", es(), es(v2),
+			withRoom(4<<30, 1<<30, 2<<30), created, ""},
+		{"a new revision rolls in place into the room the claims reported, though twice the model exceeds the size", es(), es(v2),
+			withRoom(6<<30, 3<<30, 4<<30), []decision.Action{decision.ActionKeepRevised}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

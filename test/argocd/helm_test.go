@@ -35,7 +35,7 @@ func TestArgoCDRendersAHelmChartFromGit(t *testing.T) {
 	}
 	createApplicationFrom(t, name, namespace, source)
 
-	server := expectHealthyAfterServerReady(t, name, client.ObjectKey{Namespace: namespace, Name: name}, syncedAt(commitA), true)
+	server := expectHealthyAfterServerReady(t, name, client.ObjectKey{Namespace: namespace, Name: name}, syncedAt(commitA))
 	binding := expectArgoCDBindingAt(t, server, name, repo.URL, chartPath, commitA)
 	NewWithT(t).Expect(binding.Spec.Decision.StorageClassName).To(Equal(fast))
 	expectAudited(t, namespace, binding.Name, commitA, subject)

@@ -29,7 +29,7 @@ func TestArgoCDMultiSourceRecordsTheRenderingSource(t *testing.T) {
 
 	server := expectHealthyAfterServerReady(t, name, client.ObjectKey{Namespace: namespace, Name: name}, func(s *appStatus) bool {
 		return slices.Equal(s.Sync.Revisions, []string{valuesCommit, commitA})
-	}, true)
+	})
 	binding := expectArgoCDBinding(t, server, name, repo.URL, commitA)
 	expectAudited(t, namespace, binding.Name, commitA, subject)
 }

@@ -35,7 +35,7 @@ func TestArgoCDSyncsAndAuditsAPrivateRepository(t *testing.T) {
 	createRepositorySecret(t, name, repo.URL, username, password)
 	createApplication(t, name, namespace, repo.URL, serversPath)
 
-	server := expectHealthyAfterServerReady(t, name, client.ObjectKey{Namespace: namespace, Name: name}, syncedAt(commitA), true)
+	server := expectHealthyAfterServerReady(t, name, client.ObjectKey{Namespace: namespace, Name: name}, syncedAt(commitA))
 	binding := expectArgoCDBinding(t, server, name, repo.URL, commitA)
 	expectAudited(t, namespace, binding.Name, commitA, subject)
 }

@@ -2,12 +2,15 @@ package argocd
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -34,7 +37,7 @@ func TestArgoCDSyncsAServer(t *testing.T) {
 
 	var binding *embedopsv1.ModelCacheBinding
 	step(t, "A: Progressing until the server is Ready, then Healthy; the binding records A", func(t *testing.T) {
-		server := expectHealthyAfterServerReady(t, name, key, syncedAt(commitA), true)
+		server := expectHealthyAfterServerReady(t, name, key, syncedAt(commitA))
 		binding = expectArgoCDBinding(t, server, name, repo.URL, commitA)
 	})
 	step(t, "audit verifies the binding against the git server", func(t *testing.T) {
@@ -57,22 +60,19 @@ func TestArgoCDSyncsAServer(t *testing.T) {
 	})
 }
 
-// expectHealthyAfterServerReady waits until the Application is Synced and
-// Healthy at the revisions synced accepts and returns the server. At every look it checks that a
-// Healthy Application has a server Ready at its current generation (read
-// after it), and it requires to have seen the Application Progressing
-// while the server was not Ready (mustSeeWait, for a new server: a changed
-// one may be Ready again between two looks, so for a change the check at
-// every look is the proof).
-func expectHealthyAfterServerReady(t *testing.T, app string, key client.ObjectKey, synced func(*appStatus) bool, mustSeeWait bool) *embedopsv1.EmbeddingServer {
+// expectHealthyAfterServerReady waits until the Application of a new
+// server is Synced and Healthy at the revisions synced accepts and returns
+// the server. At every look it checks that a Healthy Application has a
+// server Ready at its current generation (read after it): before the
+// server exists Argo CD has no Healthy state of it to show. It requires to
+// have seen the Application Progressing while the server was not Ready.
+func expectHealthyAfterServerReady(t *testing.T, app string, key client.ObjectKey, synced func(*appStatus) bool) *embedopsv1.EmbeddingServer {
 	t.Helper()
 	g := NewWithT(t)
 	server := &embedopsv1.EmbeddingServer{}
 	progressing := false
 	g.Eventually(func(g Gomega) {
-		status, err := applicationStatus(t.Context(), app)
-		g.Expect(err).NotTo(HaveOccurred())
-		serverReady := readyAtGeneration(t.Context(), g, key, server)
+		status, serverReady := lookAt(t, g, app, key, server)
 		if status.Health.Status == "Progressing" && !serverReady && synced(status) {
 			progressing = true
 		}
@@ -80,17 +80,77 @@ func expectHealthyAfterServerReady(t *testing.T, app string, key client.ObjectKe
 		if healthy && !serverReady && server.Name != "" {
 			StopTrying(fmt.Sprintf("the Application is Healthy at %q %q while the server is not Ready", status.Sync.Revision, status.Sync.Revisions)).Now()
 		}
-		g.Expect(status.Sync.Status).To(Equal("Synced"), "resources: %+v", status.Resources)
-		g.Expect(healthy).To(BeTrue(), "Application health %s (%s) at %q %q", status.Health.Status, status.Health.Message, status.Sync.Revision, status.Sync.Revisions)
-		g.Expect(serverReady).To(BeTrue())
+		expectSyncedAndHealthy(g, status, healthy, serverReady)
 	}).WithTimeout(settle).WithPolling(pollInterval).Should(Succeed())
-	if mustSeeWait && !progressing {
+	if !progressing {
 		// A look may miss a short wait; Argo CD's event of the transition
 		// cannot.
 		g.Expect(applicationEvents(t, app)).To(ContainElement(progressingToHealthy),
 			"the Application was never Progressing while the server was not Ready")
 	}
 	return server
+}
+
+// expectHealthyAfterChange waits, after a change of the server pushed at
+// pushed, until the Application is Synced and Healthy at the revision
+// synced accepts with the server Ready at its new generation. A look cannot
+// tell a wrong Healthy from a stale one: for a moment after a sync Argo CD
+// may show the sync revision with the health of the object from before it,
+// as its watch cache had it (argo-cd v2.14.21 controller/state.go,
+// CompareAppState reads the live state cache). Its events can: each
+// Progressing -> Healthy transition since the push must come no earlier
+// than the second the server turned Ready.
+func expectHealthyAfterChange(t *testing.T, app string, key client.ObjectKey, synced func(*appStatus) bool, pushed time.Time) *embedopsv1.EmbeddingServer {
+	t.Helper()
+	g := NewWithT(t)
+	server := &embedopsv1.EmbeddingServer{}
+	g.Eventually(func(g Gomega) {
+		status, serverReady := lookAt(t, g, app, key, server)
+		expectSyncedAndHealthy(g, status, status.Health.Status == "Healthy" && synced(status), serverReady)
+	}).WithTimeout(settle).WithPolling(pollInterval).Should(Succeed())
+	ready := meta.FindStatusCondition(server.Status.Conditions, embedopsv1.ReadyCondition)
+	for _, at := range healthyTransitions(t, app, pushed) {
+		g.Expect(at.Truncate(time.Second).Before(ready.LastTransitionTime.Time)).To(BeFalse(),
+			"the Application turned Healthy at %s, before the server turned Ready at %s", at, ready.LastTransitionTime)
+	}
+	return server
+}
+
+// lookAt reads the Application's status and the server, and reports
+// whether the server is Ready at its current generation.
+func lookAt(t *testing.T, g Gomega, app string, key client.ObjectKey, server *embedopsv1.EmbeddingServer) (*appStatus, bool) {
+	status, err := applicationStatus(t.Context(), app)
+	g.Expect(err).NotTo(HaveOccurred())
+	return status, readyAtGeneration(t.Context(), g, key, server)
+}
+
+// expectSyncedAndHealthy is the end of both waits.
+func expectSyncedAndHealthy(g Gomega, status *appStatus, healthy, serverReady bool) {
+	g.Expect(status.Sync.Status).To(Equal("Synced"), "resources: %+v", status.Resources)
+	g.Expect(healthy).To(BeTrue(), "Application health %s (%s) at %q %q", status.Health.Status, status.Health.Message, status.Sync.Revision, status.Sync.Revisions)
+	g.Expect(serverReady).To(BeTrue())
+}
+
+// healthyTransitions are the times of the Application's Progressing ->
+// Healthy events after since. Argo CD names each event
+// "<app>.<UnixNano in hex>" (argo-cd v2.14.21 util/argo/audit_logger.go,
+// logEvent), a finer clock than the events' timestamps.
+func healthyTransitions(t *testing.T, app string, since time.Time) []time.Time {
+	t.Helper()
+	events := &corev1.EventList{}
+	NewWithT(t).Expect(cluster.Client.List(t.Context(), events, client.InNamespace(harness.ArgoCDNamespace))).To(Succeed())
+	var times []time.Time
+	for _, event := range events.Items {
+		if event.InvolvedObject.Kind != applicationGVK.Kind || event.InvolvedObject.Name != app || event.Message != progressingToHealthy {
+			continue
+		}
+		nanos, err := strconv.ParseInt(event.Name[strings.LastIndex(event.Name, ".")+1:], 16, 64)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred(), "event %s", event.Name)
+		if at := time.Unix(0, nanos); at.After(since) {
+			times = append(times, at)
+		}
+	}
+	return times
 }
 
 // progressingToHealthy is the event Argo CD records when an Application's

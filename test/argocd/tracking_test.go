@@ -2,6 +2,7 @@ package argocd
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -42,15 +43,16 @@ func TestArgoCDPrunesNothingTheOperatorCreates(t *testing.T) {
 			commitA := commit(t, repo, "Serve bge-small", map[string]string{serverFile(name): serverManifest(name, harness.DefaultStorageClass, retained, "")})
 			createApplication(t, name, namespace, repo.URL, serversPath)
 			key := client.ObjectKey{Namespace: namespace, Name: name}
-			server := expectHealthyAfterServerReady(t, name, key, syncedAt(commitA), true)
+			server := expectHealthyAfterServerReady(t, name, key, syncedAt(commitA))
 			if method == "annotation" {
 				NewWithT(t).Expect(server.Annotations).To(HaveKey(provenance.TrackingIDAnnotation))
 			}
 			bindingA := expectArgoCDBinding(t, server, name, repo.URL, commitA)
 
+			pushed := time.Now()
 			commitB := commit(t, repo, "Move the cache to the fast class", map[string]string{serverFile(name): serverManifest(name, fast, retained, "")})
 			annotateApplication(t, name, refreshAnnotation, "normal")
-			server = expectHealthyAfterServerReady(t, name, key, syncedAt(commitB), false)
+			server = expectHealthyAfterChange(t, name, key, syncedAt(commitB), pushed)
 			bindingB := expectArgoCDBinding(t, server, name, repo.URL, commitB)
 			expectIdle(t, bindingA)
 

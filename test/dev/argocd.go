@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -34,8 +33,6 @@ type argoCDTool struct {
 }
 
 func (a *argoCDTool) name() string { return "Argo CD" }
-
-func (a *argoCDTool) method() embedopsv1.SourceMethod { return embedopsv1.SourceArgoCD }
 
 // install installs Argo CD's CRDs and namespace, its ConfigMaps with
 // argocd-cm patched by config/argocd as the README tells users (embedops'

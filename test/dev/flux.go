@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -42,8 +41,6 @@ type fluxTool struct {
 }
 
 func (f *fluxTool) name() string { return "Flux" }
-
-func (f *fluxTool) method() embedopsv1.SourceMethod { return embedopsv1.SourceFlux }
 
 // install installs Flux's CRDs and its namespace.
 func (f *fluxTool) install(ctx context.Context, target installTarget) error {

@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -25,8 +24,6 @@ const (
 type gitopsTool interface {
 	// name is the tool as people call it.
 	name() string
-	// method is what a binding it decided records.
-	method() embedopsv1.SourceMethod
 	// install installs what the tool needs before it starts.
 	install(ctx context.Context, target installTarget) error
 	// start runs the tool's processes against kubeconfig, logs in dir.

@@ -33,7 +33,7 @@ func TestDevTellsTheWholeStory(t *testing.T) {
 	if harness.NodeUnsupported() == "" {
 		NewWithT(t).Expect(e.node).NotTo(BeNil(), "this machine runs real pods")
 	}
-	tellStory(t, e)
+	tellStory(t, e, embedopsv1.SourceFlux)
 	step(t, "stopping removes the state", func(t *testing.T) {
 		g := NewWithT(t)
 		var nodeDir string
@@ -52,17 +52,17 @@ func TestDevTellsTheWholeStory(t *testing.T) {
 	kwok.node, kwok.gitops = nodeKwok, gitopsArgoCD
 	again := startTestEnv(t, kwok)
 	NewWithT(t).Expect(again.node).To(BeNil())
-	tellStory(t, again)
+	tellStory(t, again, embedopsv1.SourceArgoCD)
 }
 
 // tellStory checks the story of a started env: every server Ready, every
-// binding recording the GitOps tool and the seeded commit and audited
-// Verified, an embedding on a real node, and a change.
-func tellStory(t *testing.T, e *env) {
+// binding recording method and the seeded commit and audited Verified, an
+// embedding on a real node, and a change.
+func tellStory(t *testing.T, e *env, method embedopsv1.SourceMethod) {
 	t.Helper()
 	s, err := newSession(&logWriter{t: t}, &e.st)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	tool := e.gitops.name()
+	tool := string(method)
 	step(t, tool+": every server is Ready and every binding records the tool and the seeded commit", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(e.show(t.Context(), s)).To(Succeed())
@@ -70,7 +70,7 @@ func tellStory(t *testing.T, e *env) {
 		g.Expect(s.client.List(t.Context(), bindings, client.InNamespace(e.opts.namespace))).To(Succeed())
 		g.Expect(bindings.Items).To(HaveLen(3), "minimal, shared-cache and advanced each have a cache")
 		for _, b := range bindings.Items {
-			expectSource(g, e.gitops, &b, e.repo.URL, e.seed)
+			expectSource(g, method, &b, e.repo.URL, e.seed)
 		}
 		if e.node != nil {
 			result, err := e.embed(t.Context(), embedServer)
@@ -92,10 +92,10 @@ func tellStory(t *testing.T, e *env) {
 		g.Expect(err).NotTo(HaveOccurred())
 		old, updated := binding(t, s, result.oldBinding), binding(t, s, result.newBinding)
 		g.Expect(old.Status.Phase).To(Equal(embedopsv1.BindingReleased))
-		expectSource(g, e.gitops, old, e.repo.URL, e.seed)
+		expectSource(g, method, old, e.repo.URL, e.seed)
 		g.Expect(updated.Status.Phase).To(Equal(embedopsv1.BindingActive))
 		g.Expect(updated.Spec.Decision.StorageClassName).To(Equal(fastStorageClass))
-		expectSource(g, e.gitops, updated, e.repo.URL, result.commit)
+		expectSource(g, method, updated, e.repo.URL, result.commit)
 		results := auditJSON(t, s, result.oldBinding, result.newBinding)
 		g.Expect(results).To(HaveLen(2))
 		expectVerified(g, results[0], e.seed, seedSubject)
@@ -137,21 +137,22 @@ func startTestEnv(t *testing.T, opts options) *env {
 	return e
 }
 
-// expectSource checks that the binding was decided by the GitOps tool at
-// commit of the dev repository's examples, as the tool records it.
-func expectSource(g Gomega, tool gitopsTool, b *embedopsv1.ModelCacheBinding, url, commit string) {
+// expectSource checks that the binding was decided by the GitOps tool of
+// method at commit of the dev repository's examples, as that tool records
+// it.
+func expectSource(g Gomega, method embedopsv1.SourceMethod, b *embedopsv1.ModelCacheBinding, url, commit string) {
 	source := b.Spec.Source
-	g.Expect(source.Method).To(Equal(tool.method()), b.Name)
+	g.Expect(source.Method).To(Equal(method), b.Name)
 	g.Expect(source.Commit).To(Equal(commit), b.Name)
 	g.Expect(source.Repository).To(Equal(url), b.Name)
 	g.Expect(source.ObjectRef).NotTo(BeNil(), b.Name)
-	switch tool.(type) {
-	case *fluxTool:
+	switch method {
+	case embedopsv1.SourceFlux:
 		g.Expect(source.Revision).To(Equal(fluxRevision(commit)), b.Name)
 		g.Expect(source.Path).To(Equal("./"+examplesPath), b.Name)
 		g.Expect(source.ObjectRef.Kind).To(Equal("Kustomization"), b.Name)
 		g.Expect(source.ObjectRef.Name).To(Equal(kustomizationName), b.Name)
-	case *argoCDTool:
+	case embedopsv1.SourceArgoCD:
 		// Argo CD's status.sync.revision is the commit itself.
 		g.Expect(source.Revision).To(Equal(commit), b.Name)
 		g.Expect(source.Path).To(Equal(examplesPath), b.Name)

@@ -13,8 +13,8 @@ import (
 // logTailLines is how much of a log a failed run prints.
 const logTailLines = 40
 
-// up starts everything, waits until Flux applied the examples and every
-// server is Ready, shows the story, and holds until ctx ends.
+// up starts everything, waits until the GitOps tool applied the examples
+// and every server is Ready, shows the story, and holds until ctx ends.
 func up(ctx context.Context, out io.Writer, opts options) (err error) {
 	began := time.Now()
 	e, err := startEnv(ctx, out, opts)

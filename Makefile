@@ -121,23 +121,27 @@ bench: tools manifests ## Measure scale and cost on the local cluster and print 
 
 ##@ Try it
 
+# DEV_FLAGS=-node=kwok simulates pods even where a real node could run;
+# -gitops=argocd runs Argo CD instead of Flux.
+DEV_FLAGS ?=
 # make dev's program (test/dev) and what it runs from ./bin; as root, where
 # it runs a real node, also the node's binaries (the kubelet's cold build
-# takes about 6 minutes).
+# takes about 6 minutes); with -gitops=argocd, Argo CD and redis-server
+# instead of Flux (Argo CD's cold build takes about 8 minutes).
 DEV := $(BIN)/embedops-dev
-DEV_TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(FLUX_TOOLS) crds/flux \
+DEV_ARGOCD := $(findstring -gitops=argocd,$(DEV_FLAGS))
+DEV_TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS) \
+	$(if $(DEV_ARGOCD),$(ARGOCD_TOOLS) crds/argocd-run,$(FLUX_TOOLS) crds/flux) \
 	$(if $(filter 0,$(shell id -u)),$(NODE_TOOLS)))
-# DEV_FLAGS=-node=kwok simulates pods even where a real node could run.
-DEV_FLAGS ?=
 
 .PHONY: dev
-dev: ## Git, Flux, the operator and the audit on a real node where the machine can run pods (root, cgroups), else on kwok; builds what it needs first.
+dev: ## Git, Flux (DEV_FLAGS=-gitops=argocd: Argo CD), the operator and the audit on a real node where the machine can run pods (root, cgroups), else on kwok; builds what it needs first.
 	@began=$$(date +%s); $(MAKE) --no-print-directory dev-bin; \
 		echo "dev: ./bin is ready after $$(( $$(date +%s) - began ))s"
 	$(DEV) up $(DEV_FLAGS)
 
 .PHONY: dev-bin
-dev-bin: $(DEV_TOOLS) manifests build
+dev-bin: $(DEV_TOOLS) $(if $(DEV_ARGOCD),argocd-packages) manifests build
 	CGO_ENABLED=0 go build -o $(DEV) ./test/dev
 
 .PHONY: dev-change

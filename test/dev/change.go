@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -19,10 +18,6 @@ import (
 // changedServer is the example whose cache `dev change` moves; its
 // retainFor is short, so its old binding is Released within a minute.
 const changedServer = "minimal"
-
-// requestedAtAnnotation asks a Flux object to reconcile now, as
-// `flux reconcile source git` does (fluxcd/pkg/apis/meta annotations.go).
-const requestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
 
 // changeResult is what a change did.
 type changeResult struct {
@@ -84,14 +79,14 @@ func (s *session) change(ctx context.Context, timeout time.Duration) (*changeRes
 	return result, err
 }
 
-// pushChange pushes the change to the dev repository and asks Flux to fetch
-// it now.
+// pushChange pushes the change to the dev repository and asks the GitOps
+// tool to fetch it now.
 func (s *session) pushChange(ctx context.Context) (string, error) {
 	commit, err := commitChange(ctx, s.out, s.st.RepoURL)
 	if err != nil {
 		return "", err
 	}
-	return commit, s.requestSourceReconcile(ctx)
+	return commit, s.gitops.refresh(ctx, s.client)
 }
 
 // commitChange clones the dev repository at url, moves the changed server's
@@ -119,21 +114,7 @@ func commitChange(ctx context.Context, out io.Writer, url string) (string, error
 	return commit, nil
 }
 
-// requestSourceReconcile annotates the GitRepository so that
-// source-controller fetches the new commit now, not at its next interval.
-func (s *session) requestSourceReconcile(ctx context.Context) error {
-	repo := &unstructured.Unstructured{}
-	repo.SetGroupVersionKind(harness.GitRepositoryGVK)
-	repo.SetNamespace(fluxNamespace)
-	repo.SetName(gitRepositoryName)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, requestedAtAnnotation, time.Now().Format(time.RFC3339Nano))
-	if err := s.client.Patch(ctx, repo, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-		return fmt.Errorf("asking source-controller to fetch the change: %w", err)
-	}
-	return nil
-}
-
-// followNewBinding waits until Flux applied the commit and the server is
+// followNewBinding waits until the GitOps tool applied the commit and the server is
 // Ready on a new binding, prints it and returns its name.
 func (s *session) followNewBinding(ctx context.Context, result *changeResult, timeout time.Duration) (string, error) {
 	began := time.Now()
@@ -147,7 +128,7 @@ func (s *session) followNewBinding(ctx context.Context, result *changeResult, ti
 	if server.Status.CacheBinding == result.oldBinding {
 		return "", errors.New("the server kept its binding although its cache decision changed")
 	}
-	fmt.Fprintf(s.out, "dev: Flux applied %s; %s is Ready on a new binding (%s)\n\n", short(result.commit), changedServer, since(began))
+	fmt.Fprintf(s.out, "dev: %s applied %s; %s is Ready on a new binding (%s)\n\n", s.gitops.name(), short(result.commit), changedServer, since(began))
 	if err := printBindings(ctx, s.out, s.client, s.st.Namespace, result.oldBinding, server.Status.CacheBinding); err != nil {
 		return "", err
 	}

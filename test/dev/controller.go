@@ -12,16 +12,14 @@ import (
 	"github.com/embedops/embedops/test/harness"
 )
 
-// startControllers starts Flux's controllers as processes and, at the same
+// startControllers starts the GitOps tool's processes and, at the same
 // time, embedops' controller: in the real node's cluster as config/default
 // installs it, else as a process. Logs go to files, or the pod's log.
 func (e *env) startControllers(ctx context.Context) error {
 	group, groupCtx := errgroup.WithContext(ctx)
 	group.Go(func() error {
 		return e.spawner.run(func() error {
-			var err error
-			e.flux, err = harness.StartFlux(groupCtx, e.st.Kubeconfig, filepath.Join(e.st.Dir, "flux"))
-			return err
+			return e.gitops.start(groupCtx, e.st.Kubeconfig, e.gitopsDir())
 		})
 	})
 	if e.node != nil {
@@ -32,7 +30,7 @@ func (e *env) startControllers(ctx context.Context) error {
 	if err := group.Wait(); err != nil {
 		return err
 	}
-	for _, p := range e.flux.Processes() {
+	for _, p := range e.gitops.processes() {
 		fmt.Fprintf(e.out, "dev: %s logs to %s\n", p.Name, p.LogPath)
 	}
 	if e.controller != nil {

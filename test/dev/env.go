@@ -27,17 +27,9 @@ import (
 const (
 	// dirPrefix names up's temporary directory.
 	dirPrefix = "embedops-dev-"
-	// fluxNamespace holds the GitRepository and the Kustomization, as a
-	// Flux bootstrap would.
-	fluxNamespace = "flux-system"
-	// gitRepositoryName is the GitRepository following the dev repository.
-	gitRepositoryName = "embedops-dev"
-	// kustomizationName is the Kustomization applying the examples, named
-	// as in gitops/flux.
-	kustomizationName = "embedops-examples"
 	// repoPath is the dev repository's path on the git server.
 	repoPath = "embedops/dev.git"
-	// branch is the branch Flux follows.
+	// branch is the branch the GitOps tool follows.
 	branch = "main"
 	// examplesPath is where the examples are in the dev repository.
 	examplesPath = "examples"
@@ -62,11 +54,13 @@ type env struct {
 	git     *gittestserver.GitServer
 	repo    *harness.GitRepo
 	// seed is the commit that added the examples.
-	seed          string
-	flux          *harness.Flux
+	seed string
+	// gitops applies the examples: Flux or Argo CD.
+	gitops        gitopsTool
 	controller    *harness.ControllerProcess
 	controllerLog *os.File
-	// spawner holds the threads that started Flux and the controller.
+	// spawner holds the threads that started the GitOps tool and the
+	// controller.
 	spawner *spawner
 }
 
@@ -77,7 +71,13 @@ func startEnv(ctx context.Context, out io.Writer, opts options) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the dev directory: %w", err)
 	}
-	e := &env{out: out, opts: opts, st: state{PID: os.Getpid(), Dir: dir, Namespace: opts.namespace}, spawner: newSpawner()}
+	tool, err := newGitopsTool(opts.gitops)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	e := &env{out: out, opts: opts, st: state{PID: os.Getpid(), Dir: dir, Namespace: opts.namespace, GitOps: opts.gitops},
+		gitops: tool, spawner: newSpawner()}
 	if err := claimState(opts.stateFile, &e.st); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -117,14 +117,14 @@ type startStep struct {
 
 // steps are the start's steps once the cluster runs.
 func (e *env) steps() []startStep {
-	steps := []startStep{{"installed embedops' and Flux's CRDs and the StorageClasses", e.installCRDs}}
+	steps := []startStep{{fmt.Sprintf("installed embedops' and %s's CRDs and the StorageClasses", e.gitops.name()), e.installCRDs}}
 	if e.node != nil {
 		steps = append(steps, startStep{fmt.Sprintf("started the hub stand-in (Deployment and Service %s/%s) serving the examples' models", hubNamespace, hubName), e.startHub})
 	}
 	return append(steps,
 		startStep{"seeded the git server", e.startGit},
-		startStep{"started Flux and the embedops controller", e.startControllers},
-		startStep{"created the GitRepository and the Kustomization", e.createFluxObjects},
+		startStep{fmt.Sprintf("started %s and the embedops controller", e.gitops.name()), e.startControllers},
+		e.applyStep(),
 	)
 }
 
@@ -136,18 +136,15 @@ func (e *env) clusterDescription() string {
 	return "the local kwok cluster (pods are simulated: no TEI process runs, no image is pulled)"
 }
 
-// installCRDs installs embedops' and Flux's CRDs, the second StorageClass
-// and Flux's namespace.
+// installCRDs installs embedops' CRDs, what the GitOps tool needs before it
+// starts, and the second StorageClass.
 func (e *env) installCRDs(ctx context.Context) error {
 	if err := operator.InstallCRDs(e.config); err != nil {
 		return err
 	}
-	if err := harness.InstallFluxCRDs(e.config); err != nil {
+	target := installTarget{config: e.config, client: e.client, kubeconfig: e.st.Kubeconfig, dir: e.gitopsDir()}
+	if err := e.gitops.install(ctx, target); err != nil {
 		return err
-	}
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNamespace}}
-	if err := e.client.Create(ctx, namespace); err != nil {
-		return fmt.Errorf("creating the %s namespace: %w", fluxNamespace, err)
 	}
 	if e.node != nil {
 		// The real node has both classes, local volumes bound once a pod
@@ -217,10 +214,7 @@ func (e *env) stop() error {
 		errs = append(errs, e.controllerLog.Close())
 		e.controllerLog = nil
 	}
-	if e.flux != nil {
-		errs = append(errs, e.flux.Stop())
-		e.flux = nil
-	}
+	errs = append(errs, e.gitops.stop())
 	e.spawner.close()
 	if e.git != nil {
 		e.git.StopHTTP()

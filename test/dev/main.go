@@ -1,9 +1,10 @@
 // Command dev is `make dev`: the whole story on one machine. It starts a
 // cluster, a git server on loopback holding a repository seeded from
-// examples/, Flux's source-controller and kustomize-controller and the
-// embedops controller, each as its own process from ./bin; Flux applies the
-// examples, and dev prints the servers, their bindings with the method and
-// commit that decided them, and `embedops audit -A`.
+// examples/, a GitOps tool (-gitops: Flux's source-controller and
+// kustomize-controller, or Argo CD's repo-server and application-controller)
+// and the embedops controller, each as its own process from ./bin; the tool
+// applies the examples, and dev prints the servers, their bindings with the
+// method and commit that decided them, and `embedops audit -A`.
 //
 // Where the machine can run pods (harness.NodeUnsupported), the cluster is
 // a real node: images built here, the hub stand-in in the cluster, the
@@ -34,8 +35,10 @@ import (
 type options struct {
 	// examples is the directory whose files seed the repository.
 	examples string
-	// namespace is where Flux applies the examples.
+	// namespace is where the GitOps tool applies the examples.
 	namespace string
+	// gitops is the GitOps tool: flux or argocd.
+	gitops string
 	// stateFile tells change and down about the running up.
 	stateFile string
 	// controller is the embedops controller binary.
@@ -79,7 +82,7 @@ var interrupts = make(chan os.Signal, 1)
 
 // takeSignals makes dev the only handler of stopSignals. A real node's
 // harness stops the node on them and then kills the process with the
-// signal again, which would end up before it stopped Flux and the
+// signal again, which would end up before it stopped the GitOps tool and the
 // controller and removed its directory and state; up stops the node
 // itself, last.
 func takeSignals() {
@@ -97,7 +100,8 @@ func parseFlags(command string, args []string) (options, error) {
 	var opts options
 	flags := flag.NewFlagSet("dev "+command, flag.ContinueOnError)
 	flags.StringVar(&opts.examples, "examples", filepath.Join(root, "examples"), "directory whose files seed the dev repository's examples/")
-	flags.StringVar(&opts.namespace, "namespace", "default", "namespace Flux applies the examples to")
+	flags.StringVar(&opts.namespace, "namespace", "default", "namespace the GitOps tool applies the examples to")
+	flags.StringVar(&opts.gitops, "gitops", gitopsFlux, "the GitOps tool that applies the examples: flux or argocd")
 	flags.StringVar(&opts.stateFile, "state-file", filepath.Join(root, ".dev", "state.json"), "where up records what it runs, for change and down")
 	flags.StringVar(&opts.controller, "controller", filepath.Join(root, "bin", "controller"), "the embedops controller binary (make build)")
 	flags.DurationVar(&opts.timeout, "timeout", 5*time.Minute, "how long each wait for the cluster to settle may take")
@@ -108,6 +112,9 @@ func parseFlags(command string, args []string) (options, error) {
 	}
 	if flags.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q: use up, change or down", flags.Args())
+	}
+	if _, err := newGitopsTool(opts.gitops); err != nil {
+		return options{}, err
 	}
 	return opts, nil
 }

@@ -25,55 +25,16 @@ const testTimeout = 5 * time.Minute
 // seeded commit and audits Verified, and minimal answers /embed through
 // kubectl port-forward; a change moves minimal to a new binding at the new
 // commit and releases the old one; stopping removes everything, and a
-// second run right after works, on the kwok cluster make dev falls back to.
+// second run right after, on the kwok cluster make dev falls back to and
+// with -gitops=argocd, tells the same story with Argo CD.
 func TestDevTellsTheWholeStory(t *testing.T) {
 	opts := testOptions(t)
 	e := startTestEnv(t, opts)
-	s, err := newSession(&logWriter{t: t}, &e.st)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	if harness.NodeUnsupported() == "" {
 		NewWithT(t).Expect(e.node).NotTo(BeNil(), "this machine runs real pods")
 	}
-
-	step(t, "every server is Ready and every binding records Flux and the seeded commit", func(t *testing.T) {
-		g := NewWithT(t)
-		g.Expect(e.show(t.Context(), s)).To(Succeed())
-		bindings := &embedopsv1.ModelCacheBindingList{}
-		g.Expect(s.client.List(t.Context(), bindings, client.InNamespace(opts.namespace))).To(Succeed())
-		g.Expect(bindings.Items).To(HaveLen(3), "minimal, shared-cache and advanced each have a cache")
-		for _, b := range bindings.Items {
-			expectFluxSource(g, &b, e.repo.URL, e.seed)
-		}
-		if e.node != nil {
-			result, err := e.embed(t.Context(), embedServer)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(result.vectors).To(HaveLen(1))
-			g.Expect(result.commands[0]).To(ContainSubstring("port-forward svc/" + embedServer))
-		}
-	})
-	step(t, "audit -A verifies every binding at the seeded commit", func(t *testing.T) {
-		results := auditJSON(t, s)
-		NewWithT(t).Expect(results).To(HaveLen(3))
-		for _, r := range results {
-			expectVerified(NewWithT(t), r, e.seed, seedSubject)
-		}
-	})
-	step(t, "a change moves minimal to a new binding and releases the old one", func(t *testing.T) {
-		g := NewWithT(t)
-		result, err := s.change(t.Context(), testTimeout)
-		g.Expect(err).NotTo(HaveOccurred())
-		old, updated := binding(t, s, result.oldBinding), binding(t, s, result.newBinding)
-		g.Expect(old.Status.Phase).To(Equal(embedopsv1.BindingReleased))
-		expectFluxSource(g, old, e.repo.URL, e.seed)
-		g.Expect(updated.Status.Phase).To(Equal(embedopsv1.BindingActive))
-		g.Expect(updated.Spec.Decision.StorageClassName).To(Equal(fastStorageClass))
-		expectFluxSource(g, updated, e.repo.URL, result.commit)
-		results := auditJSON(t, s, result.oldBinding, result.newBinding)
-		g.Expect(results).To(HaveLen(2))
-		expectVerified(g, results[0], e.seed, seedSubject)
-		expectVerified(g, results[1], result.commit, "Move the minimal cache to the fast storage class")
-	})
-	step(t, "stopping removes the state, and a second run right after works, on kwok", func(t *testing.T) {
+	tellStory(t, e, embedopsv1.SourceFlux)
+	step(t, "stopping removes the state", func(t *testing.T) {
 		g := NewWithT(t)
 		var nodeDir string
 		if e.node != nil {
@@ -85,14 +46,60 @@ func TestDevTellsTheWholeStory(t *testing.T) {
 		if nodeDir != "" {
 			g.Expect(nodeDir).NotTo(BeAnExistingFile(), "the node's Stop tore it down")
 		}
-		// The kwok path make dev falls back to, without a second real node.
-		kwok := opts
-		kwok.node = nodeKwok
-		again := startTestEnv(t, kwok)
-		g.Expect(again.node).To(BeNil())
-		s, err := newSession(&logWriter{t: t}, &again.st)
+	})
+	// The kwok path make dev falls back to, without a second real node.
+	kwok := opts
+	kwok.node, kwok.gitops = nodeKwok, gitopsArgoCD
+	again := startTestEnv(t, kwok)
+	NewWithT(t).Expect(again.node).To(BeNil())
+	tellStory(t, again, embedopsv1.SourceArgoCD)
+}
+
+// tellStory checks the story of a started env: every server Ready, every
+// binding recording method and the seeded commit and audited Verified, an
+// embedding on a real node, and a change.
+func tellStory(t *testing.T, e *env, method embedopsv1.SourceMethod) {
+	t.Helper()
+	s, err := newSession(&logWriter{t: t}, &e.st)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	tool := string(method)
+	step(t, tool+": every server is Ready and every binding records the tool and the seeded commit", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(e.show(t.Context(), s)).To(Succeed())
+		bindings := &embedopsv1.ModelCacheBindingList{}
+		g.Expect(s.client.List(t.Context(), bindings, client.InNamespace(e.opts.namespace))).To(Succeed())
+		g.Expect(bindings.Items).To(HaveLen(3), "minimal, shared-cache and advanced each have a cache")
+		for _, b := range bindings.Items {
+			expectSource(g, method, &b, e.repo.URL, e.seed)
+		}
+		if e.node != nil {
+			result, err := e.embed(t.Context(), embedServer)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(result.vectors).To(HaveLen(1))
+			g.Expect(result.commands[0]).To(ContainSubstring("port-forward svc/" + embedServer))
+		}
+	})
+	step(t, tool+": audit -A verifies every binding at the seeded commit", func(t *testing.T) {
+		results := auditJSON(t, s)
+		NewWithT(t).Expect(results).To(HaveLen(3))
+		for _, r := range results {
+			expectVerified(NewWithT(t), r, e.seed, seedSubject)
+		}
+	})
+	step(t, tool+": a change moves minimal to a new binding and releases the old one", func(t *testing.T) {
+		g := NewWithT(t)
+		result, err := s.change(t.Context(), testTimeout)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(s.waitApplied(t.Context(), again.seed, testTimeout)).To(Succeed())
+		old, updated := binding(t, s, result.oldBinding), binding(t, s, result.newBinding)
+		g.Expect(old.Status.Phase).To(Equal(embedopsv1.BindingReleased))
+		expectSource(g, method, old, e.repo.URL, e.seed)
+		g.Expect(updated.Status.Phase).To(Equal(embedopsv1.BindingActive))
+		g.Expect(updated.Spec.Decision.StorageClassName).To(Equal(fastStorageClass))
+		expectSource(g, method, updated, e.repo.URL, result.commit)
+		results := auditJSON(t, s, result.oldBinding, result.newBinding)
+		g.Expect(results).To(HaveLen(2))
+		expectVerified(g, results[0], e.seed, seedSubject)
+		expectVerified(g, results[1], result.commit, "Move the minimal cache to the fast storage class")
 	})
 }
 
@@ -130,17 +137,29 @@ func startTestEnv(t *testing.T, opts options) *env {
 	return e
 }
 
-// expectFluxSource checks that the binding was decided by Flux at commit of
-// the dev repository's examples.
-func expectFluxSource(g Gomega, b *embedopsv1.ModelCacheBinding, url, commit string) {
+// expectSource checks that the binding was decided by the GitOps tool of
+// method at commit of the dev repository's examples, as that tool records
+// it.
+func expectSource(g Gomega, method embedopsv1.SourceMethod, b *embedopsv1.ModelCacheBinding, url, commit string) {
 	source := b.Spec.Source
-	g.Expect(source.Method).To(Equal(embedopsv1.SourceFlux), b.Name)
+	g.Expect(source.Method).To(Equal(method), b.Name)
 	g.Expect(source.Commit).To(Equal(commit), b.Name)
-	g.Expect(source.Revision).To(Equal(revisionOf(commit)), b.Name)
 	g.Expect(source.Repository).To(Equal(url), b.Name)
-	g.Expect(source.Path).To(Equal("./"+examplesPath), b.Name)
 	g.Expect(source.ObjectRef).NotTo(BeNil(), b.Name)
-	g.Expect(source.ObjectRef.Name).To(Equal(kustomizationName), b.Name)
+	switch method {
+	case embedopsv1.SourceFlux:
+		g.Expect(source.Revision).To(Equal(fluxRevision(commit)), b.Name)
+		g.Expect(source.Path).To(Equal("./"+examplesPath), b.Name)
+		g.Expect(source.ObjectRef.Kind).To(Equal("Kustomization"), b.Name)
+		g.Expect(source.ObjectRef.Name).To(Equal(kustomizationName), b.Name)
+	case embedopsv1.SourceArgoCD:
+		// Argo CD's status.sync.revision is the commit itself.
+		g.Expect(source.Revision).To(Equal(commit), b.Name)
+		g.Expect(source.Path).To(Equal(examplesPath), b.Name)
+		g.Expect(source.ObjectRef.Kind).To(Equal(applicationGVK.Kind), b.Name)
+		g.Expect(source.ObjectRef.Namespace).To(Equal(harness.ArgoCDNamespace), b.Name)
+		g.Expect(source.ObjectRef.Name).To(Equal(applicationName), b.Name)
+	}
 }
 
 // expectVerified checks an audit result: Verified at commit, which is also

@@ -9,7 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// kustomizationFile is the examples' kustomization, which Flux builds.
+// kustomizationFile is the examples' kustomization, which Flux and Argo CD
+// build.
 const kustomizationFile = "Kustomization"
 
 // maxCPURequest is the most CPU a server asks for on the real node, which
@@ -20,7 +21,7 @@ var maxCPURequest = resource.MustParse("1")
 // that sets HF_ENDPOINT to the hub stand-in, so that the populator and TEI
 // download from it instead of huggingface.co, and caps its CPU request at
 // maxCPURequest. They are committed with the examples, so the audit
-// renders what Flux applied; neither is part of a cache decision. It
+// renders what the GitOps tool applied; neither is part of a cache decision. It
 // returns the kustomization and what the patches change, for people.
 func devPatches(kustomization string, servers []exampleServer) (string, []string, error) {
 	if strings.Contains(kustomization, "\npatches:") {

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,6 +25,8 @@ type session struct {
 	out    io.Writer
 	client client.WithWatch
 	st     *state
+	// gitops is the tool of st, for what change asks of it.
+	gitops gitopsTool
 }
 
 // newSession connects to the cluster of st.
@@ -43,21 +43,19 @@ func newSession(out io.Writer, st *state) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the dev cluster: %w", err)
 	}
-	return &session{out: out, client: c, st: st}, nil
+	tool, err := newGitopsTool(st.GitOps)
+	if err != nil {
+		return nil, err
+	}
+	return &session{out: out, client: c, st: st, gitops: tool}, nil
 }
 
-// revisionOf is how source-controller writes a commit on branch.
-func revisionOf(commit string) string {
-	return branch + "@sha1:" + commit
-}
-
-// waitApplied waits until the Kustomization applied commit and is Ready,
-// which with wait: true means every server it applied is healthy, and every
-// server is Ready at its generation.
+// waitApplied waits until the GitOps tool applied commit and found it
+// healthy, and every server is Ready at its generation.
 func (s *session) waitApplied(ctx context.Context, commit string, timeout time.Duration) error {
 	var waiting string
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		now := s.notApplied(ctx, revisionOf(commit))
+		now := s.notApplied(ctx, commit)
 		if ctx.Err() == nil {
 			// Kept from the last look that the deadline did not cut short.
 			waiting = now
@@ -65,20 +63,15 @@ func (s *session) waitApplied(ctx context.Context, commit string, timeout time.D
 		return now == "", nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for Flux to apply %s: %s: %w", short(commit), waiting, err)
+		return fmt.Errorf("waiting for %s to apply %s: %s: %w", s.gitops.name(), short(commit), waiting, err)
 	}
 	return nil
 }
 
-// notApplied says what is not yet done at revision; empty when nothing.
-func (s *session) notApplied(ctx context.Context, revision string) string {
-	status, err := harness.KustomizationStatus(ctx, s.client, client.ObjectKey{Namespace: fluxNamespace, Name: kustomizationName})
-	if err != nil {
-		return err.Error()
-	}
-	ready := apimeta.FindStatusCondition(status.Conditions, meta.ReadyCondition)
-	if status.LastAppliedRevision != revision || ready == nil || ready.Status != metav1.ConditionTrue {
-		return fmt.Sprintf("Kustomization %s/%s has applied %q, Ready: %s", fluxNamespace, kustomizationName, status.LastAppliedRevision, describe(ready))
+// notApplied says what is not yet done at commit; empty when nothing.
+func (s *session) notApplied(ctx context.Context, commit string) string {
+	if waiting := s.gitops.notApplied(ctx, s.client, commit); waiting != "" {
+		return waiting
 	}
 	waiting, err := notReady(ctx, s.client, s.st.Namespace)
 	if err != nil {

@@ -24,6 +24,8 @@ type state struct {
 	RepoURL string `json:"repoURL"`
 	// Namespace holds the examples.
 	Namespace string `json:"namespace"`
+	// GitOps is the tool applying them (-gitops); empty means Flux.
+	GitOps string `json:"gitops,omitempty"`
 	// Real says the pods run on a real node, not kwok.
 	Real bool `json:"real,omitempty"`
 }

@@ -7,7 +7,7 @@ import "runtime"
 // thread that forked it ends. A dial into a real node's network namespace
 // returns its thread to the host namespace, but ends it when it cannot
 // (harness node_netns_linux.go); a process forked from a thread Go later
-// hands to such a dial would die with it, and make dev's Flux and
+// hands to such a dial would die with it, and make dev's GitOps tool and
 // controller must not. Each start runs on a thread of its own, locked
 // until release.
 type spawner struct {

@@ -8,25 +8,13 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/embedops/embedops/test/harness"
 )
 
-// Flux settings of the dev repository.
-const (
-	// sourceInterval is how often source-controller looks for new commits;
-	// `dev change` also asks it to look at once.
-	sourceInterval = 30 * time.Second
-	// kustomizationTimeout bounds an apply and its health checks.
-	kustomizationTimeout = 5 * time.Minute
-	// logTailLines is how much of a log a failed run prints.
-	logTailLines = 40
-)
+// logTailLines is how much of a log a failed run prints.
+const logTailLines = 40
 
-// up starts everything, waits until Flux applied the examples and every
-// server is Ready, shows the story, and holds until ctx ends.
+// up starts everything, waits until the GitOps tool applied the examples
+// and every server is Ready, shows the story, and holds until ctx ends.
 func up(ctx context.Context, out io.Writer, opts options) (err error) {
 	began := time.Now()
 	e, err := startEnv(ctx, out, opts)
@@ -69,7 +57,7 @@ func up(ctx context.Context, out io.Writer, opts options) (err error) {
 // then prints servers, bindings and the audit.
 func (e *env) show(ctx context.Context, s *session) error {
 	began := time.Now()
-	fmt.Fprintf(e.out, "dev: waiting for Flux to apply %s and for every server to be Ready\n", short(e.seed))
+	fmt.Fprintf(e.out, "dev: waiting for %s to apply %s and for every server to be Ready\n", e.gitops.name(), short(e.seed))
 	if err := s.waitApplied(ctx, e.seed, e.opts.timeout); err != nil {
 		return err
 	}
@@ -90,42 +78,17 @@ func (e *env) show(ctx context.Context, s *session) error {
 	return e.showEmbedding(ctx)
 }
 
-// createFluxObjects creates the GitRepository following the dev repository
-// and the Kustomization applying its examples with wait: true and the
-// healthCheckExprs embedops ships.
-func (e *env) createFluxObjects(ctx context.Context) error {
-	exprs, err := harness.ShippedHealthCheckExprs()
-	if err != nil {
-		return err
-	}
-	repo := harness.NewGitRepository(harness.GitRepositoryOptions{
-		Namespace: fluxNamespace, Name: gitRepositoryName, URL: e.repo.URL, Branch: branch, Interval: sourceInterval,
-	})
-	ks := examplesKustomization(e.opts.namespace, exprs)
-	if err := e.client.Create(ctx, repo); err != nil {
-		return fmt.Errorf("creating the GitRepository: %w", err)
-	}
-	if err := e.client.Create(ctx, ks); err != nil {
-		return fmt.Errorf("creating the Kustomization: %w", err)
-	}
-	return nil
+// applyStep makes the GitOps tool apply the dev repository's examples.
+func (e *env) applyStep() startStep {
+	return startStep{"created " + e.gitops.objects(), func(ctx context.Context) error {
+		return e.gitops.apply(ctx, e.client, e.repo.URL, e.opts.namespace)
+	}}
 }
 
-// examplesKustomization is the Kustomization applying the dev repository's
-// examples to namespace, with healthCheckExprs exprs.
-func examplesKustomization(namespace string, exprs []any) *unstructured.Unstructured {
-	return harness.NewKustomization(harness.KustomizationOptions{
-		Namespace: fluxNamespace, Name: kustomizationName, Source: gitRepositoryName, Path: "./" + examplesPath,
-		TargetNamespace: namespace, Timeout: kustomizationTimeout, RetryInterval: 10 * time.Second, HealthCheckExprs: exprs,
-	})
-}
-
-// printLogTails prints the end of Flux's and the controller's logs on
-// stderr, for a run that failed: stopping removes them.
+// printLogTails prints the end of the GitOps tool's and the controller's
+// logs on stderr, for a run that failed: stopping removes them.
 func (e *env) printLogTails() {
-	if e.flux != nil {
-		fmt.Fprintln(os.Stderr, e.flux.LogTails())
-	}
+	fmt.Fprintln(os.Stderr, e.gitops.logTails())
 	if e.controller != nil {
 		lines := strings.Split(strings.TrimRight(e.controller.Logs(), "\n"), "\n")
 		fmt.Fprintf(os.Stderr, "--- last lines of the controller log:\n%s\n", strings.Join(lines[max(0, len(lines)-logTailLines):], "\n"))

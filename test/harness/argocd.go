@@ -42,6 +42,12 @@ func StartArgoCD(ctx context.Context, kubeconfig, dir string) (*ArgoCD, error) {
 	if err := InstallArgoCDObjects(ctx, kubeconfig, dir); err != nil {
 		return nil, err
 	}
+	return RunArgoCD(ctx, kubeconfig, dir)
+}
+
+// RunArgoCD is StartArgoCD on a cluster where InstallArgoCDObjects ran:
+// it only runs the processes.
+func RunArgoCD(ctx context.Context, kubeconfig, dir string) (*ArgoCD, error) {
 	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err

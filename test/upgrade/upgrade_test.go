@@ -133,7 +133,7 @@ func expectRefusedOverOlderCRDs(t *testing.T, g *WithT, binary, kubeconfig strin
 	}
 	g.Expect(err).To(MatchError(And(ContainSubstring("exited before it was ready"),
 		ContainSubstring(fmt.Sprintf("has schema version %d, older than this controller's %d", version, embedopsv1.SchemaVersion)),
-		ContainSubstring("kubectl apply --server-side -k config/crd"))))
+		ContainSubstring("kubectl apply --server-side --force-conflicts -k config/crd"))))
 }
 
 // startController starts a release's controller, described by what, and

@@ -18,7 +18,7 @@ func TestOlderSchemasAreRefusedByName(t *testing.T) {
 	g.Expect(checkVersion("embeddingservers.embedops.dev", "4")).To(Succeed(), "a newer CRD keeps every field an older controller writes")
 	err := checkVersion("modelcachebindings.embedops.dev", "1")
 	g.Expect(err).To(MatchError(And(ContainSubstring("modelcachebindings.embedops.dev has schema version 1"),
-		ContainSubstring("kubectl apply --server-side -k config/crd"))))
+		ContainSubstring("kubectl apply --server-side --force-conflicts -k config/crd"))))
 	g.Expect(checkVersion("embeddingservers.embedops.dev", "one")).To(MatchError(ContainSubstring("not a schema version")))
 	g.Expect(embedopsv1.SchemaVersion).To(BeNumerically(">=", embedopsv1.UnversionedSchema))
 }

@@ -58,8 +58,9 @@ func newPopulateCommand() *cobra.Command {
 			"user filled, holds the model as TEI finds it (refs/REVISION holding a commit, snapshots/COMMIT with\n" +
 			"the files TEI reads) and fails naming what is missing.\n\n" +
 			"Before it downloads a new commit it prunes (unless --prune=false) the snapshots an earlier run completed,\n" +
-			"but the one the last run left: their folders, the refs naming them and the blobs only they link, as\n" +
-			"huggingface_hub deletes a revision. Snapshots other programs wrote are never pruned.\n\n" +
+			"but the one the last run left (without its record, the one fetched last): their folders, the refs naming\n" +
+			"them and the blobs only they link, as huggingface_hub deletes a revision. Snapshots other programs wrote\n" +
+			"are never pruned. To fill one directory with several revisions by hand, pass --prune=false.\n\n" +
 			"It prints the resolved commit, the content digest, and the number of files and bytes, and writes\n" +
 			"the same JSON to --termination-log (or {\"error\": ...} on failure). Progress goes to standard error.",
 		Args: cobra.NoArgs,

@@ -215,10 +215,13 @@ func TestRoomForAnotherRevisionCountsWhatTheClaimsHaveFree(t *testing.T) {
 	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeFalse(),
 		"two 4Gi revisions fit in 10Gi nominally, but the claims have 1Gi free")
 	binding.Status.Realized.ReclaimableBytes = new(int64(3 << 30))
-	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeTrue(), "pruning the older revision frees 3Gi more")
+	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeFalse(),
+		"1Gi free and 3Gi reclaimable fit 4Gi of files exactly, with no room for their blocks, links and manifest")
+	binding.Status.Realized.ReclaimableBytes = new(int64(3<<30 + 60<<20))
+	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeTrue(), "pruning the older revision frees 3Gi and 60Mi more")
 	binding.Status.Realized = &embedopsv1.RealizedCache{Bytes: new(int64(6 << 30)), FreeBytes: new(int64(3 << 30)), ReclaimableBytes: new(int64(1 << 30))}
 	g.Expect(decision.RoomForAnotherRevision(binding, d)).To(BeFalse(), "4Gi of room for a 6Gi revision")
-	grown, err := decision.For(fixtures.EmbeddingServer("ns", "tei", fixtures.WithCacheSize("12Gi")))
+	grown, err := decision.For(fixtures.EmbeddingServer("ns", "tei", fixtures.WithCacheSize("13Gi")))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(decision.RoomForAnotherRevision(binding, grown)).To(BeTrue(), "a claim grown by 2Gi has 2Gi more room")
+	g.Expect(decision.RoomForAnotherRevision(binding, grown)).To(BeTrue(), "a claim grown by 3Gi has 3Gi more room")
 }

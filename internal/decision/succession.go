@@ -109,7 +109,7 @@ func RevisesInPlace(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 // make it smaller). The populator prunes older revisions before it fetches
 // the new one (populate, Pruning), so the room is what the claims had free
 // when the binding's revision was populated, plus what that pruning frees,
-// plus what a larger size adds. Claims whose free bytes no populator
+// plus what a larger size adds, less some headroom (revisionHeadroom). Claims whose free bytes no populator
 // recorded (an earlier release's) must hold the realized model twice
 // within d's size. Unknown bytes never fit.
 func RoomForAnotherRevision(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
@@ -121,7 +121,17 @@ func RoomForAnotherRevision(binding *embedopsv1.ModelCacheBinding, d *Decision) 
 		return 2**realized.Bytes <= d.Decision.Size.Value()
 	}
 	grown := max(d.Decision.Size.Value()-binding.Spec.Decision.Size.Value(), 0)
-	return *realized.Bytes <= *realized.FreeBytes+ptr.Deref(realized.ReclaimableBytes, 0)+grown
+	return *realized.Bytes+revisionHeadroom(*realized.Bytes) <= *realized.FreeBytes+ptr.Deref(realized.ReclaimableBytes, 0)+grown
+}
+
+// revisionHeadroom is what a revision of bytes takes on a claim beyond its
+// files' sizes, which the room is measured against: each file rounded up
+// to the filesystem's blocks, the snapshot's links and directories, its
+// manifest and refs. 1 % and 1 MiB cover them with room to spare, so a
+// revision that would fill the claim to its last block gets new storage
+// instead of failing with ENOSPC half way through a roll.
+func revisionHeadroom(bytes int64) int64 {
+	return bytes/100 + 1<<20
 }
 
 // InPlaceRollAllowed reports whether the server's pods may be replaced one

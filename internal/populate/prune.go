@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Pruning follows huggingface_hub's rule for deleting a cached revision
@@ -52,6 +53,37 @@ func (c cacheRepo) readLatest() string {
 		return ""
 	}
 	return string(data)
+}
+
+// lastLeft are the commits the last run left, other than except: the one
+// .embedops/latest names. A cache filled before populators recorded it (an
+// earlier release's, or by runs without Prune) has none, and then the
+// snapshots whose manifests were written last stand for it, all of them
+// when several were written at the same time: pruning never takes the
+// revision a pod may still serve on a guess.
+func (c cacheRepo) lastLeft(except string) []string {
+	if latest := c.readLatest(); latest != "" {
+		return []string{latest}
+	}
+	commits, err := c.completeCommits()
+	if err != nil {
+		return nil
+	}
+	var newest []string
+	var newestTime time.Time
+	for _, commit := range commits {
+		info, err := os.Stat(c.manifestPath(commit))
+		if commit == except || err != nil {
+			continue
+		}
+		switch written := info.ModTime(); {
+		case written.After(newestTime):
+			newest, newestTime = []string{commit}, written
+		case written.Equal(newestTime):
+			newest = append(newest, commit)
+		}
+	}
+	return newest
 }
 
 // completeCommits are the commits whose manifest marks a snapshot complete.

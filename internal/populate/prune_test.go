@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
@@ -184,4 +185,38 @@ func TestRunKeepsASnapshotWhoseManifestIsDamaged(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	expectSnapshots(g, dir, commits)
+}
+
+// A cache filled without a record of the last run (by an earlier release,
+// or by runs with --prune=false) keeps the snapshot whose manifest was
+// written last through the first pruning run: the revision its pod served,
+// which a rollback returns to.
+func TestRunKeepsTheNewestSnapshotOfACacheWithoutARecord(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	hub := hubtest.New(t)
+	opts := options(t, hub, dir, &sleeper{})
+	var commits []string
+	for n := range 3 {
+		commits = append(commits, hub.AddCommit(testModel, "main", revisionFiles(n)...))
+		opts.Revision = commits[n]
+		_, err := populate.Run(context.Background(), opts)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(filepath.Join(repoDir(dir), ".embedops", "latest")).NotTo(BeAnExistingFile(), "runs without Prune record nothing")
+	// Written an hour apart, the second last: the order of the writes, not
+	// of the commits, says which the pod served.
+	now := time.Now()
+	for i, age := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
+		manifest := filepath.Join(repoDir(dir), ".embedops", commits[i]+".json")
+		g.Expect(os.Chtimes(manifest, now.Add(-age), now.Add(-age))).To(Succeed())
+	}
+
+	opts.Prune = true
+	commits = append(commits, hub.AddCommit(testModel, "main", revisionFiles(3)...))
+	opts.Revision = commits[3]
+	_, err := populate.Run(context.Background(), opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	expectSnapshots(g, dir, []string{commits[1], commits[3]})
+	expectValidLayout(g, dir)
 }

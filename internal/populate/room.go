@@ -1,17 +1,15 @@
 package populate
 
 // pruneAllBut makes room for commit, whose files are listing, with Prune:
-// every complete snapshot goes but commit and the one the last run left,
-// which the pod before this one served and which a rollback returns to;
-// blobs the listing names stay, to be linked again (planPruning).
+// every complete snapshot goes but commit and the one the last run left
+// (lastLeft), which the pod before this one served and which a rollback
+// returns to; blobs the listing names stay, to be linked again
+// (planPruning).
 func (p *populator) pruneAllBut(commit string, listing []remoteFile) error {
 	if !p.prune {
 		return nil
 	}
-	keep := []string{commit}
-	if latest := p.cache.readLatest(); latest != "" {
-		keep = append(keep, latest)
-	}
+	keep := append([]string{commit}, p.cache.lastLeft(commit)...)
 	wanted := map[string]bool{}
 	for _, f := range listing {
 		wanted[f.blob] = f.blob != ""

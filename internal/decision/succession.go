@@ -109,9 +109,10 @@ func RevisesInPlace(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 // make it smaller). The populator prunes older revisions before it fetches
 // the new one (populate, Pruning), so the room is what the claims had free
 // when the binding's revision was populated, plus what that pruning frees,
-// plus what a larger size adds, less some headroom (revisionHeadroom). Claims whose free bytes no populator
-// recorded (an earlier release's) must hold the realized model twice
-// within d's size. Unknown bytes never fit.
+// plus what a larger size adds, less some headroom (revisionHeadroom).
+// Claims whose free bytes no populator recorded (an earlier release's)
+// must hold the realized model twice within d's size. Unknown bytes never
+// fit.
 func RoomForAnotherRevision(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 	realized := binding.Status.Realized
 	if realized == nil || realized.Bytes == nil {

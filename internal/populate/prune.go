@@ -71,9 +71,9 @@ func (c cacheRepo) lastLeft(except string) []string {
 	}
 	var newest []string
 	var newestTime time.Time
-	for _, commit := range commits {
+	for _, commit := range slices.DeleteFunc(commits, func(other string) bool { return other == except }) {
 		info, err := os.Stat(c.manifestPath(commit))
-		if commit == except || err != nil {
+		if err != nil {
 			continue
 		}
 		switch written := info.ModTime(); {

@@ -178,14 +178,24 @@ func expectUnchanged(t *testing.T, g *WithT, c client.Client, installed map[stri
 // release and kept by Helm.
 func expectCurrentCRDs(t *testing.T, g *WithT, c client.Client, root string) {
 	t.Helper()
-	want := treeCRDs(g, root)
-	for name, crd := range liveCRDs(t, g, c) {
-		g.Expect(crd.Spec).To(Equal(want[name].Spec), "%s as the working tree has it", name)
-		g.Expect(crd.Annotations).To(HaveKeyWithValue(embedopsv1.SchemaVersionAnnotation, strconv.Itoa(embedopsv1.SchemaVersion)), name)
+	for name, crd := range expectTreeCRDs(t, g, c, root) {
 		g.Expect(crd.Annotations).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"), name)
 		g.Expect(helmOwned(crd.Annotations, crd.Labels, releaseName, releaseNamespace)).To(BeTrue(),
 			"%s is not the release's: labels %v, annotations %v", name, crd.Labels, crd.Annotations)
 	}
+}
+
+// expectTreeCRDs checks that the live CRDs have the working tree's spec, as
+// config/crd/bases has it, and its schema version, and returns them.
+func expectTreeCRDs(t *testing.T, g *WithT, c client.Client, root string) map[string]*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	want := treeCRDs(g, root)
+	live := liveCRDs(t, g, c)
+	for name, crd := range live {
+		g.Expect(crd.Spec).To(Equal(want[name].Spec), "%s as the working tree has it", name)
+		g.Expect(crd.Annotations).To(HaveKeyWithValue(embedopsv1.SchemaVersionAnnotation, strconv.Itoa(embedopsv1.SchemaVersion)), name)
+	}
+	return live
 }
 
 // storedObject is an object the upgrade must not delete.

@@ -310,10 +310,8 @@ func (r *EmbeddingServerReconciler) apply(ctx context.Context, scope *serverScop
 }
 
 // createChildren server-side applies children that the uncached ownership
-// check of this reconcile found free, each in one request. ssa's
-// ResourceManager would first GET each one and dry-run its apply to detect
-// drift; for an object that does not exist both are wasted: its apply
-// creates it, and it refuses an invalid object as the dry run would. The
+// check of this reconcile found free, each in one request, without ssa's
+// GET and dry run (act.Writer.CreateChild). The
 // name was free when read live a moment before, as it is for ssa, whose
 // own GET does not look at ownership either: a foreign object's owner
 // labels are what keeps it from the cache, not from this read. The API
@@ -321,11 +319,10 @@ func (r *EmbeddingServerReconciler) apply(ctx context.Context, scope *serverScop
 func (r *EmbeddingServerReconciler) createChildren(ctx context.Context, scope *serverScope, children []*unstructured.Unstructured) ([]ssa.ChangeSetEntry, error) {
 	entries := make([]ssa.ChangeSetEntry, 0, len(children))
 	for _, child := range children {
-		applied := child.DeepCopy()
-		if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.ForceOwnership, client.FieldOwner(embedopsv1.FieldManager)); err != nil {
-			return nil, fmt.Errorf("creating %s %s: %w", child.GetKind(), child.GetName(), err)
+		applied, err := r.act.CreateChild(ctx, child)
+		if err != nil {
+			return nil, err
 		}
-		applied.SetGroupVersionKind(child.GroupVersionKind())
 		if scope.created == nil {
 			scope.created = map[string]*unstructured.Unstructured{}
 		}
@@ -345,8 +342,7 @@ func (r *EmbeddingServerReconciler) applyExisting(ctx context.Context, scope *se
 	if len(children) == 0 {
 		return ssa.NewChangeSet(), nil, nil
 	}
-	opts := ssa.DefaultApplyOptions()
-	changes, err := r.resources.ApplyAllStaged(ctx, children, opts)
+	changes, err := r.act.ApplyChildren(ctx, children, false)
 	var dryRun *ssaerrors.DryRunErr
 	if err == nil || !errors.As(err, &dryRun) || !ssaerrors.IsImmutableError(dryRun.Unwrap()) || dryRun.InvolvedObject() == nil {
 		if err != nil {
@@ -365,8 +361,7 @@ func (r *EmbeddingServerReconciler) applyExisting(ctx context.Context, scope *se
 		return nil, refused, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("recreating child to change immutable fields", "kind", refused.GetKind(), "name", refused.GetName())
-	opts.Force = true
-	changes, err = r.resources.ApplyAllStaged(ctx, children, opts)
+	changes, err = r.act.ApplyChildren(ctx, children, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("applying children with recreation: %w", err)
 	}
@@ -380,7 +375,7 @@ func (r *EmbeddingServerReconciler) validAsNew(ctx context.Context, obj *unstruc
 	probe.SetName("")
 	probe.SetResourceVersion("")
 	probe.SetUID("")
-	return r.client.Create(ctx, probe, client.DryRunAll, client.FieldOwner(embedopsv1.FieldManager))
+	return r.act.DryRunCreate(ctx, probe)
 }
 
 // pruneChildren deletes children of the previous inventory that are not
@@ -478,7 +473,7 @@ func (r *EmbeddingServerReconciler) deleteEntries(ctx context.Context, server *e
 		objects = append(objects, u)
 	}
 	sort.Sort(sort.Reverse(ssa.SortableUnstructureds(objects)))
-	owned := labels.SelectorFromSet(r.resources.GetOwnerLabels(server.Name, server.Namespace))
+	owned := labels.SelectorFromSet(r.act.OwnerLabels(server.Name, server.Namespace))
 	var errs []error
 	for _, obj := range objects {
 		if err := r.deleteOwned(ctx, obj, owned); err != nil {
@@ -500,10 +495,7 @@ func (r *EmbeddingServerReconciler) deleteOwned(ctx context.Context, obj *unstru
 	if !owned.Matches(labels.Set(existing.GetLabels())) {
 		return nil
 	}
-	background := metav1.DeletePropagationBackground
-	uid := existing.GetUID()
-	err = r.client.Delete(ctx, existing, &client.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}})
-	if client.IgnoreNotFound(err) != nil {
+	if err := r.act.Delete(ctx, existing, existing.GetUID()); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	return nil

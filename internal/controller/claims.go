@@ -35,7 +35,7 @@ func (r *EmbeddingServerReconciler) untrackClaims(ctx context.Context, binding *
 		if patch == nil {
 			continue
 		}
-		if err := r.client.Patch(ctx, claim, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		if err := r.act.MergePatch(ctx, claim, patch); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("removing GitOps tracking labels from claim %s: %w", claim.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("removed GitOps tracking labels from a cache claim", "claim", claim.Name)
@@ -217,7 +217,7 @@ func (r *EmbeddingServerReconciler) rollsAnyway(ctx context.Context, server *emb
 		return false, err
 	}
 	probe := objects[0]
-	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.DryRunAll, client.ForceOwnership, client.FieldOwner(embedopsv1.FieldManager))
+	err = r.act.DryRunApply(ctx, probe)
 	if apierrors.IsInvalid(err) {
 		return true, nil
 	}

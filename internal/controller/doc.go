@@ -2,7 +2,10 @@
 // with the ModelCacheBinding reconciler (package binding) and their shared
 // ledger on a manager (SetupReconcilers, Run). Its rooms:
 //   - this package: the server reconcile, phase by phase (reconciler.go lists
-//     them), the children it applies and the status it writes;
+//     them): what to apply, delete and report, decided here and written
+//     through act;
+//   - act: every write of the server reconcile outside the ledger (its
+//     children, populate Jobs, claims' labels, the finalizer and status);
 //   - ledger: every write to a ModelCacheBinding and its claims;
 //   - binding: the binding lifecycle's reconciler, which calls the ledger;
 //   - endpoint: the /info client of the endpoint check;
@@ -11,12 +14,13 @@
 //   - metrics: the collectors the controller serves;
 //   - writes: the resourceVersions of this process's own writes.
 //
-// Only this package, the ledger and internal/cleanup (the uninstall step)
-// write to the API server.
+// Only act, the ledger and internal/cleanup (the uninstall step) write to
+// the API server: the reconcilers' own client is a client.Reader
+// (TestOnlyActAndTheLedgerHoldWriters).
 //
 // Invariants of the EmbeddingServer reconciler:
 //   - Status is written once per reconcile, in one deferred merge patch
-//     (serverPatcher: conditions and the rest of the status together, with
+//     (act.ServerPatcher: conditions and the rest of the status together, with
 //     the read copy's resourceVersion as precondition; after a Conflict,
 //     patch.SerialPatcher's conditions-then-status patches, which merge the
 //     owned conditions into the latest copy), by the field manager

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/act"
 	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
@@ -45,7 +46,7 @@ func TestServerPatcherWritesTheStatusInOnePatch(t *testing.T) {
 	conditions.MarkFalse(server, embedopsv1.ReadyCondition, embedopsv1.InitializingReason, "0/1 replicas ready")
 	server.Status.Phase = embedopsv1.PhasePending
 	controllerutil.AddFinalizer(server, embedopsv1.ServerFinalizer)
-	g.Expect(patcher.Patch(t.Context(), server, patchOptions{observedGeneration: true})).To(Succeed())
+	g.Expect(patcher.Patch(t.Context(), server, act.PatchOptions{ObservedGeneration: true})).To(Succeed())
 
 	g.Expect(*patches).To(Equal(1))
 	written := getServer(t, g, key)
@@ -68,7 +69,7 @@ func TestServerPatcherMergesIntoTheLatestServerAfterAConflict(t *testing.T) {
 
 	conditions.MarkTrue(server, embedopsv1.ReadyCondition, embedopsv1.AvailableReason, "1/1 replicas ready")
 	server.Status.Phase = embedopsv1.PhaseReady
-	g.Expect(patcher.Patch(t.Context(), server, patchOptions{observedGeneration: true})).To(Succeed())
+	g.Expect(patcher.Patch(t.Context(), server, act.PatchOptions{ObservedGeneration: true})).To(Succeed())
 
 	g.Expect(*patches).To(BeNumerically(">", 1), "the locked patch conflicted, the fallback patched again")
 	written := getServer(t, g, key)
@@ -80,14 +81,14 @@ func TestServerPatcherMergesIntoTheLatestServerAfterAConflict(t *testing.T) {
 
 // patchedServer creates a server in a namespace of its own and returns it
 // with a patcher whose status patches are counted.
-func patchedServer(t *testing.T) (*WithT, types.NamespacedName, *embedopsv1.EmbeddingServer, *serverPatcher, *int) {
+func patchedServer(t *testing.T) (*WithT, types.NamespacedName, *embedopsv1.EmbeddingServer, *act.ServerPatcher, *int) {
 	t.Helper()
 	g := newG(t)
 	namespace := harness.Namespace(t, env.Client)
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	server := getServer(t, g, key)
 	patches := new(int)
-	return g, key, server, newServerPatcher(server, statusPatchCounter{Client: env.Client, patches: patches}), patches
+	return g, key, server, act.NewServerPatcher(server, statusPatchCounter{Client: env.Client, patches: patches}, nil, ownedConditions), patches
 }
 
 // foreignFinalizer is another controller's finalizer on a server.
@@ -132,11 +133,11 @@ func TestRemovingTheFinalizerAfterTheGarbageCollectorDoesNotRestoreForegroundDel
 	t.Parallel()
 	g := newG(t)
 	read := deletedWithForeignFinalizer(t, g)
-	patcher := newServerPatcher(read, env.Client)
+	patcher := act.NewServerPatcher(read, env.Client, nil, ownedConditions)
 	setFinalizers(t, g, read, embedopsv1.ServerFinalizer, foreignFinalizer)
 
 	controllerutil.RemoveFinalizer(read, embedopsv1.ServerFinalizer)
-	g.Expect(patcher.Patch(t.Context(), read, patchOptions{})).To(Succeed())
+	g.Expect(patcher.Patch(t.Context(), read, act.PatchOptions{})).To(Succeed())
 	g.Expect(getServer(t, g, client.ObjectKeyFromObject(read)).Finalizers).To(Equal([]string{foreignFinalizer}))
 }
 
@@ -148,11 +149,10 @@ func TestRemovingTheFinalizerDoesNotPutBackOneRemovedSince(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
 	read := deletedWithForeignFinalizer(t, g)
-	patcher := newServerPatcher(read, env.Client)
-	patcher.live = env.Client
+	patcher := act.NewServerPatcher(read, env.Client, env.Client, ownedConditions)
 	setFinalizers(t, g, read, metav1.FinalizerDeleteDependents, embedopsv1.ServerFinalizer)
 
 	controllerutil.RemoveFinalizer(read, embedopsv1.ServerFinalizer)
-	g.Expect(patcher.Patch(t.Context(), read, patchOptions{})).To(Succeed(), "the entry moved: the removal reads the server again")
+	g.Expect(patcher.Patch(t.Context(), read, act.PatchOptions{})).To(Succeed(), "the entry moved: the removal reads the server again")
 	g.Expect(getServer(t, g, client.ObjectKeyFromObject(read)).Finalizers).To(Equal([]string{metav1.FinalizerDeleteDependents}))
 }

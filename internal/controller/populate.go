@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,7 +154,7 @@ func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serv
 	if err != nil {
 		return nil, err
 	}
-	if err := r.client.Create(ctx, desired, client.FieldOwner(embedopsv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.act.CreateJob(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating populate Job %s: %w", key.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("created populate Job", "job", key.Name, "binding", scope.binding.Name)
@@ -221,8 +220,7 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 	if wait > 0 && !r.requestChanged(ctx, scope, job) {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	background := metav1.DeletePropagationBackground
-	if err := r.client.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
+	if err := r.act.DeleteJob(ctx, job); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting failed populate Job %s: %w", job.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted failed populate Job to retry it", "job", job.Name)

@@ -10,7 +10,6 @@ import (
 	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/fluxcd/pkg/runtime/predicates"
-	"github.com/fluxcd/pkg/ssa"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -33,6 +33,7 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
+	"github.com/embedops/embedops/internal/controller/act"
 	"github.com/embedops/embedops/internal/controller/diagnose"
 	"github.com/embedops/embedops/internal/controller/endpoint"
 	"github.com/embedops/embedops/internal/controller/ledger"
@@ -100,11 +101,14 @@ type EmbeddingServerReconcilerOptions struct {
 // EmbeddingServer's StatefulSet and Services and reports their state. Its
 // zero value is set up by SetupWithManager.
 type EmbeddingServerReconciler struct {
-	client    client.Client
+	// client reads from the informer cache; the reconciler's writes go
+	// through act (and the ledger): it holds no client that writes.
+	client    client.Reader
 	apiReader client.Reader
+	scheme    *runtime.Scheme
 	events    events.Recorder
 	metrics   fluxcontroller.Metrics
-	resources *ssa.ResourceManager
+	act       *act.Writer
 	ledger    *ledger.Ledger
 	rollouts  rollouts
 	verified  verifiedChildren
@@ -113,7 +117,7 @@ type EmbeddingServerReconciler struct {
 	upgrades sync.Map
 	writes   writes.Versions
 	// servers reads and patches servers, never from a cache behind writes.
-	servers          recordingWriter
+	servers          act.RecordingWriter
 	provenance       *provenance.Resolver
 	progressInterval time.Duration
 	endpointCheck    bool
@@ -185,7 +189,7 @@ type serverScope struct {
 	stalled bool
 	// patcher writes the server: the finalizer at once, the status at the
 	// end of the reconcile.
-	patcher *serverPatcher
+	patcher *act.ServerPatcher
 	// readLive: server is the API server's answer to a write of this
 	// reconcile (the finalizer), as live as an uncached read.
 	readLive bool
@@ -205,20 +209,20 @@ type phase struct {
 // SetupWithManager wires the reconciler into mgr: clients, the shared event
 // recorder and ledger, metrics and the watches.
 func (r *EmbeddingServerReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, recorder events.Recorder, l *ledger.Ledger, opts EmbeddingServerReconcilerOptions) error {
-	r.client, r.apiReader, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), recorder, l
-	r.servers = recordingWriter{Client: r.client, apiReader: r.apiReader, writes: &r.writes, answers: &sync.Map{}}
+	r.client, r.apiReader, r.scheme, r.events, r.ledger = mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), recorder, l
+	r.servers = act.NewRecordingWriter(mgr.GetClient(), r.apiReader, &r.writes, true)
 	servers, err := mgr.GetCache().GetInformer(ctx, &embedopsv1.EmbeddingServer{})
 	if err != nil {
 		return err
 	}
 	if _, err := servers.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { r.servers.forgetCaughtUp(obj) },
-		DeleteFunc: r.servers.forgetCaughtUp,
+		UpdateFunc: func(_, obj any) { r.servers.ForgetCaughtUp(obj) },
+		DeleteFunc: r.servers.ForgetCaughtUp,
 	}); err != nil {
 		return err
 	}
 	r.metrics = fluxcontroller.NewMetrics(mgr, metrics.Readiness, embedopsv1.ServerFinalizer)
-	r.resources = ssa.NewResourceManager(mgr.GetClient(), nil, ssa.Owner{Field: embedopsv1.FieldManager, Group: embedopsv1.GroupVersion.Group})
+	r.act = act.NewWriter(mgr.GetClient())
 	r.provenance = &provenance.Resolver{Reader: mgr.GetAPIReader(), ArgoCDNamespace: opts.ArgoCDNamespace}
 	r.now = opts.Now
 	if r.now == nil {
@@ -278,8 +282,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	scope := newServerScope(server)
-	patcher := newServerPatcher(server, r.servers)
-	patcher.live = r.apiReader
+	patcher := act.NewServerPatcher(server, r.servers, r.apiReader, ownedConditions)
 	scope.patcher = patcher
 	defer func() {
 		retErr = r.finalizeStatus(ctx, scope, patcher, retErr)

@@ -36,9 +36,7 @@ func (r *EmbeddingServerReconciler) replaceStatefulSet(ctx context.Context, scop
 		return client.IgnoreNotFound(fmt.Errorf("reading the StatefulSet to replace: %w", err))
 	}
 	uid := existing.UID
-	background := metav1.DeletePropagationBackground
-	err := r.client.Delete(ctx, existing, &client.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err := r.act.Delete(ctx, existing, uid); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the StatefulSet to replace it: %w", err)
 	}
 	r.rollouts.replaced(server.UID, uid)

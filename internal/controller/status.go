@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/act"
 	"github.com/embedops/embedops/internal/controller/diagnose"
 	"github.com/embedops/embedops/internal/controller/metrics"
 )
@@ -207,7 +208,7 @@ func serviceURL(service *corev1.Service, domain string) string {
 // observedGeneration is set when the generation was fully handled: on
 // success and on a terminal error, which only a new spec (or a referenced
 // object) can change.
-func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *serverScope, patcher *serverPatcher, reconcileErr error) error {
+func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *serverScope, patcher *act.ServerPatcher, reconcileErr error) error {
 	server := scope.server
 	deleting := !server.DeletionTimestamp.IsZero()
 	terminal := errors.Is(reconcileErr, reconcile.TerminalError(nil))
@@ -230,7 +231,7 @@ func (r *EmbeddingServerReconciler) finalizeStatus(ctx context.Context, scope *s
 	if !deleting {
 		r.eventReadyTransition(scope)
 	}
-	patchErr := patcher.Patch(ctx, server, patchOptions{observedGeneration: !deleting && (reconcileErr == nil || terminal)})
+	patchErr := patcher.Patch(ctx, server, act.PatchOptions{ObservedGeneration: !deleting && (reconcileErr == nil || terminal)})
 	if deleting {
 		// Without the finalizer the server may be gone before its status.
 		patchErr = kerrors.FilterOut(patchErr, apierrors.IsNotFound)

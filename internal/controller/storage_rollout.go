@@ -216,10 +216,7 @@ func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, sc
 func (r *EmbeddingServerReconciler) scaleOldStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, keep int32) (deleted bool, err error) {
 	log := ctrl.LoggerFrom(ctx)
 	if keep == 0 && replicasOf(sts) == 0 && podsGone(sts) {
-		background := metav1.DeletePropagationBackground
-		uid := sts.UID
-		err := r.client.Delete(ctx, sts, &client.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{UID: &uid}})
-		if client.IgnoreNotFound(err) != nil {
+		if err := r.act.Delete(ctx, sts, sts.UID); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("deleting the old StatefulSet %s: %w", sts.Name, err)
 		}
 		log.Info("deleted the old StatefulSet: its pods are gone and the new storage serves", "statefulSet", sts.Name)
@@ -229,7 +226,7 @@ func (r *EmbeddingServerReconciler) scaleOldStatefulSet(ctx context.Context, sts
 		return false, nil
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d}}`, sts.UID, keep)
-	if err := r.client.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+	if err := r.act.MergePatch(ctx, sts, patch); client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("scaling the old StatefulSet %s to %d: %w", sts.Name, keep, err)
 	}
 	log.Info("scaled the old StatefulSet down: new pods serve in place of its pods", "statefulSet", sts.Name, "replicas", keep)

@@ -147,7 +147,7 @@ func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *se
 			found = append(found, entry)
 			continue
 		}
-		if digests[entry.ID], err = createdDigest(r.client.Scheme(), created); err != nil {
+		if digests[entry.ID], err = createdDigest(r.scheme, created); err != nil {
 			return err
 		}
 	}
@@ -198,7 +198,7 @@ func (r *EmbeddingServerReconciler) cachedChildren(ctx context.Context, refs []e
 		if err != nil {
 			return nil, nil, fmt.Errorf("parsing child %q: %w", ref.ID, err)
 		}
-		typed, err := r.client.Scheme().New(id.GroupKind.WithVersion(ref.Version))
+		typed, err := r.scheme.New(id.GroupKind.WithVersion(ref.Version))
 		if err != nil {
 			return nil, nil, fmt.Errorf("child %q: %w", ref.ID, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/act"
 	"github.com/embedops/embedops/internal/controller/writes"
 	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
@@ -106,7 +107,7 @@ func TestAStaleCachedServerIsNotTheBaseOfItsStatusPatch(t *testing.T) {
 	checkConditions(t, g, key)
 }
 
-// The status patcher reads the latest server through recordingWriter to
+// The status patcher reads the latest server through act.RecordingWriter to
 // patch its conditions with an optimistic lock: a copy older than the last
 // write must come from the API server, or every retry is a Conflict.
 func TestRecordingWriterReadsTheServerUncachedWhenTheCacheIsBehind(t *testing.T) {
@@ -117,7 +118,7 @@ func TestRecordingWriterReadsTheServerUncachedWhenTheCacheIsBehind(t *testing.T)
 
 	cache := &staleServerCache{Client: env.Client, stale: map[client.ObjectKey]*embedopsv1.EmbeddingServer{}}
 	var versions writes.Versions
-	writer := recordingWriter{Client: cache, apiReader: env.Client, writes: &versions}
+	writer := act.NewRecordingWriter(cache, env.Client, &versions, false)
 
 	cache.arm(stale)
 	read := &embedopsv1.EmbeddingServer{}
@@ -145,7 +146,7 @@ func TestRecordingWriterReadsItsLastAnswerUntilTheCacheCatchesUp(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	cache := &staleServerCache{Client: counted, stale: map[client.ObjectKey]*embedopsv1.EmbeddingServer{}}
 	var versions writes.Versions
-	writer := recordingWriter{Client: cache, apiReader: counted, writes: &versions, answers: &sync.Map{}}
+	writer := act.NewRecordingWriter(cache, counted, &versions, true)
 
 	written := stale.DeepCopy()
 	patch := client.MergeFrom(stale.DeepCopy())
@@ -160,15 +161,14 @@ func TestRecordingWriterReadsItsLastAnswerUntilTheCacheCatchesUp(t *testing.T) {
 	g.Expect(read.Annotations).To(HaveKeyWithValue("written", "yes"))
 	g.Expect(requests.requestsSince(before)).NotTo(HaveKey("GET embeddingservers"), "no uncached read")
 
-	writer.forgetCaughtUp(stale)
-	_, kept := writer.answers.Load(key)
-	g.Expect(kept).To(BeTrue(), "an older copy in the cache keeps the answer")
-	writer.forgetCaughtUp(written)
-	_, kept = writer.answers.Load(key)
-	g.Expect(kept).To(BeFalse(), "the cache showing the write drops it")
+	writer.ForgetCaughtUp(stale)
 	cache.arm(stale)
 	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
-	g.Expect(requests.requestsSince(before)).To(HaveKeyWithValue("GET embeddingservers", 1), "without an answer a stale copy is read again uncached")
+	g.Expect(requests.requestsSince(before)).NotTo(HaveKey("GET embeddingservers"), "an older copy in the cache keeps the answer")
+	writer.ForgetCaughtUp(written)
+	cache.arm(stale)
+	g.Expect(writer.Get(t.Context(), key, read)).To(Succeed())
+	g.Expect(requests.requestsSince(before)).To(HaveKeyWithValue("GET embeddingservers", 1), "the cache showing the write drops the answer: a stale copy is read again uncached")
 }
 
 // createdServer creates a server in a namespace of its own and reads it

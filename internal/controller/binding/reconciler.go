@@ -46,7 +46,9 @@ type Options struct {
 // ledger: idle bindings retire after retainFor, Retiring bindings delete
 // their claims and become Released, old Released bindings are pruned.
 type Reconciler struct {
-	client client.Client
+	// client reads from the informer cache; every write goes through the
+	// ledger.
+	client client.Reader
 	ledger *ledger.Ledger
 	// ShardKeys are the labels that place a server in a shard
 	// (watch.ShardKeys).

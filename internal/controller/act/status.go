@@ -1,4 +1,4 @@
-package controller
+package act
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
-// serverPatcher writes what one reconcile changed in its server: the status
+// ServerPatcher writes what one reconcile changed in its server: the status
 // in one merge patch, conditions and the rest together, then the metadata
 // (the finalizer) when it changed.
 //
@@ -26,7 +26,7 @@ import (
 // resourceVersion as precondition (so controllers that share an object's
 // conditions do not overwrite each other's), then the rest of the status as
 // an unconditional merge patch. The reconcile's copy of the server is never
-// older than this process's last write of it (recordingWriter), so the
+// older than this process's last write of it (RecordingWriter), so the
 // status patch is sent as a diff from that copy with its resourceVersion as
 // precondition: it succeeds only when nobody wrote the server since, when
 // it is exactly the Helper's two patches in one request. On a Conflict
@@ -34,33 +34,39 @@ import (
 // a reconcile request) the write falls back to the Helper
 // (patch.SerialPatcher), which merges the owned conditions into the latest
 // copy.
-type serverPatcher struct {
+type ServerPatcher struct {
 	before *embedopsv1.EmbeddingServer
 	client client.Client
 	serial *patch.SerialPatcher
 	// live reads the server uncached when a finalizer's entry moved; nil
 	// means the removal is not tried again.
 	live client.Reader
+	// owned are the condition types the reconciler owns: after a
+	// Conflict, they are merged into the latest copy.
+	owned []string
 }
 
-// newServerPatcher remembers server as the reconcile read it.
-func newServerPatcher(server *embedopsv1.EmbeddingServer, c client.Client) *serverPatcher {
-	return &serverPatcher{before: server.DeepCopy(), client: c, serial: patch.NewSerialPatcher(server, c)}
+// NewServerPatcher remembers server as the reconcile read it. c writes it
+// (a RecordingWriter in the reconciler); live reads it again when a
+// finalizer's entry moved, nil for never; owned are the condition types
+// the reconciler writes.
+func NewServerPatcher(server *embedopsv1.EmbeddingServer, c client.Client, live client.Reader, owned []string) *ServerPatcher {
+	return &ServerPatcher{before: server.DeepCopy(), client: c, serial: patch.NewSerialPatcher(server, c), live: live, owned: owned}
 }
 
-// patchOptions are how a reconcile's outcome is written.
-type patchOptions struct {
-	// observedGeneration sets status.observedGeneration to the generation
+// PatchOptions are how a reconcile's outcome is written.
+type PatchOptions struct {
+	// ObservedGeneration sets status.observedGeneration to the generation
 	// the reconcile read.
-	observedGeneration bool
+	ObservedGeneration bool
 }
 
 // Patch writes server's changes from the copy the reconcile read: the
 // status in one locked merge patch, or through the serial patcher after a
 // Conflict; then the metadata. The owned conditions and the field manager
 // are those of both ways.
-func (p *serverPatcher) Patch(ctx context.Context, server *embedopsv1.EmbeddingServer, opts patchOptions) error {
-	if opts.observedGeneration {
+func (p *ServerPatcher) Patch(ctx context.Context, server *embedopsv1.EmbeddingServer, opts PatchOptions) error {
+	if opts.ObservedGeneration {
 		server.Status.ObservedGeneration = server.Generation
 	}
 	// Finalizers this reconcile removed go by a patch of their own entry
@@ -70,8 +76,8 @@ func (p *serverPatcher) Patch(ctx context.Context, server *embedopsv1.EmbeddingS
 	kept.Finalizers = append(slices.Clone(p.before.Finalizers), notIn(server.Finalizers, p.before.Finalizers)...)
 	err := p.patchStatus(ctx, kept)
 	if apierrors.IsConflict(err) {
-		fluxOptions := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(embedopsv1.StatusFieldManager)}
-		if opts.observedGeneration {
+		fluxOptions := []patch.Option{patch.WithOwnedConditions{Conditions: p.owned}, patch.WithFieldOwner(embedopsv1.StatusFieldManager)}
+		if opts.ObservedGeneration {
 			fluxOptions = append(fluxOptions, patch.WithStatusObservedGeneration{})
 		}
 		err = p.serial.Patch(ctx, kept, fluxOptions...)
@@ -89,7 +95,7 @@ func (p *serverPatcher) Patch(ctx context.Context, server *embedopsv1.EmbeddingS
 // list, so a finalizer someone added since must not be lost), and makes the
 // API server's answer the copy the status patch starts from. The answer is
 // the server as stored now, as live as an uncached read.
-func (p *serverPatcher) AddFinalizer(ctx context.Context, server *embedopsv1.EmbeddingServer, finalizer string) error {
+func (p *ServerPatcher) AddFinalizer(ctx context.Context, server *embedopsv1.EmbeddingServer, finalizer string) error {
 	base := server.DeepCopy()
 	controllerutil.AddFinalizer(server, finalizer)
 	err := p.client.Patch(ctx, server, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(embedopsv1.StatusFieldManager))
@@ -104,7 +110,7 @@ func (p *serverPatcher) AddFinalizer(ctx context.Context, server *embedopsv1.Emb
 
 // patchStatus sends the status diff with the read copy's resourceVersion as
 // precondition; nothing when the status did not change.
-func (p *serverPatcher) patchStatus(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
+func (p *ServerPatcher) patchStatus(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
 	if equality.Semantic.DeepEqual(p.before.Status, server.Status) {
 		return nil
 	}
@@ -122,7 +128,7 @@ func (p *serverPatcher) patchStatus(ctx context.Context, server *embedopsv1.Embe
 // patchMetadata sends the metadata diff as an unconditional merge patch,
 // as the Helper does; nothing when it did not change. Finalizers are not
 // in it (removeFinalizers).
-func (p *serverPatcher) patchMetadata(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
+func (p *ServerPatcher) patchMetadata(ctx context.Context, server *embedopsv1.EmbeddingServer) error {
 	if equality.Semantic.DeepEqual(p.before.ObjectMeta, server.ObjectMeta) {
 		return nil
 	}
@@ -144,7 +150,7 @@ func (p *serverPatcher) patchMetadata(ctx context.Context, server *embedopsv1.Em
 // added if the object is being deleted", k8s.io/apimachinery v0.37.2
 // pkg/api/validation/objectmeta.go). A failed test (the entry moved) reads the
 // server again uncached and tries once more; a server already gone is done.
-func (p *serverPatcher) removeFinalizers(ctx context.Context, server *embedopsv1.EmbeddingServer, finalizers []string) error {
+func (p *ServerPatcher) removeFinalizers(ctx context.Context, server *embedopsv1.EmbeddingServer, finalizers []string) error {
 	for _, finalizer := range finalizers {
 		err := p.removeFinalizer(ctx, server.Namespace, server.Name, p.before.Finalizers, finalizer)
 		if apierrors.IsInvalid(err) && p.live != nil {
@@ -162,7 +168,7 @@ func (p *serverPatcher) removeFinalizers(ctx context.Context, server *embedopsv1
 
 // removeFinalizer removes finalizer at its index in list, which the server
 // must still hold there; nothing when list does not hold it.
-func (p *serverPatcher) removeFinalizer(ctx context.Context, namespace, name string, list []string, finalizer string) error {
+func (p *ServerPatcher) removeFinalizer(ctx context.Context, namespace, name string, list []string, finalizer string) error {
 	index := slices.Index(list, finalizer)
 	if index < 0 {
 		return nil

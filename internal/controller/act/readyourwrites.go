@@ -1,4 +1,4 @@
-package controller
+package act
 
 import (
 	"context"
@@ -23,15 +23,15 @@ import (
 // most kinds by label), so only the server's own object gets it here, from
 // writes.Versions.
 
-// recordingWriter is the client the status patcher writes a server through:
+// RecordingWriter is the client the status patcher writes a server through:
 // each successful patch records the resourceVersion the API server returned,
 // and a read of the server the cache is behind on goes to the API server.
-type recordingWriter struct {
+type RecordingWriter struct {
 	client.Client
 	apiReader client.Reader
 	writes    *writes.Versions
 	// answers holds the API server's answer to the last write of each
-	// server until the cache shows that write (forgetCaughtUp, from the
+	// server until the cache shows that write (ForgetCaughtUp, from the
 	// informer): a reconcile starting meanwhile reads it instead of the API
 	// server (the answer is the server as that write left it, which is
 	// what an uncached read would show unless someone wrote since, and then
@@ -40,13 +40,24 @@ type recordingWriter struct {
 	answers *sync.Map // client.ObjectKey -> *embedopsv1.EmbeddingServer
 }
 
+// NewRecordingWriter writes through c and records in versions; it reads
+// from c unless c is behind versions, then from apiReader, or from the
+// last write's answer when keepAnswers.
+func NewRecordingWriter(c client.Client, apiReader client.Reader, versions *writes.Versions, keepAnswers bool) RecordingWriter {
+	writer := RecordingWriter{Client: c, apiReader: apiReader, writes: versions}
+	if keepAnswers {
+		writer.answers = &sync.Map{}
+	}
+	return writer
+}
+
 // Get reads the server from the cache, or from the API server when the cache
 // is behind the last write. The patcher reads the latest server to patch its
 // conditions with an optimistic lock; a stale copy would fail each of its
 // retries with a Conflict while the cache catches up, as it does for seconds
 // after a kube-apiserver restart, and every failed reconcile doubles the
 // server's retry delay.
-func (c recordingWriter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (c RecordingWriter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
@@ -62,10 +73,10 @@ func (c recordingWriter) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return c.apiReader.Get(ctx, key, obj, opts...)
 }
 
-// forgetCaughtUp drops the answer kept for a server the cache now shows at
+// ForgetCaughtUp drops the answer kept for a server the cache now shows at
 // or past it; an informer event handler, so no answer outlives the cache's
 // catching up, also for a server no reconcile reads again.
-func (c recordingWriter) forgetCaughtUp(obj any) {
+func (c RecordingWriter) ForgetCaughtUp(obj any) {
 	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
@@ -80,7 +91,7 @@ func (c recordingWriter) forgetCaughtUp(obj any) {
 
 // remember records a write's answer: its resourceVersion and, for a
 // server, the object.
-func (c recordingWriter) remember(obj client.Object) {
+func (c RecordingWriter) remember(obj client.Object) {
 	key := client.ObjectKeyFromObject(obj)
 	c.writes.Record(key, obj.GetResourceVersion())
 	if server, ok := obj.(*embedopsv1.EmbeddingServer); ok && c.answers != nil && !c.writes.Behind(key, server.ResourceVersion) {
@@ -89,7 +100,7 @@ func (c recordingWriter) remember(obj client.Object) {
 }
 
 // Patch patches obj and records its new resourceVersion.
-func (c recordingWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+func (c RecordingWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	if err := c.Client.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
@@ -98,14 +109,14 @@ func (c recordingWriter) Patch(ctx context.Context, obj client.Object, patch cli
 }
 
 // Status returns the status writer, recording too.
-func (c recordingWriter) Status() client.SubResourceWriter {
+func (c RecordingWriter) Status() client.SubResourceWriter {
 	return recordingStatusWriter{SubResourceWriter: c.Client.Status(), writer: c}
 }
 
 // recordingStatusWriter records the resourceVersion of each status patch.
 type recordingStatusWriter struct {
 	client.SubResourceWriter
-	writer recordingWriter
+	writer RecordingWriter
 }
 
 // Patch patches obj's status and records its new resourceVersion.

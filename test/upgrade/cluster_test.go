@@ -28,12 +28,12 @@ import (
 // exampleDir holds the examples in the repository, at every release.
 const exampleDir = "examples"
 
-// baselineExamples returns every object of the baseline's examples/**.yaml
-// in namespace, in path order: the servers users wrote against the previous
-// release, with the Secrets and claims they name.
-func baselineExamples(t *testing.T, namespace string) []*unstructured.Unstructured {
+// baselineExamples returns every object of release's examples/**.yaml in
+// namespace, in path order: the servers users wrote against that release,
+// with the Secrets and claims they name.
+func baselineExamples(t *testing.T, release *Baseline, namespace string) []*unstructured.Unstructured {
 	t.Helper()
-	files, err := baseline.Files(exampleDir)
+	files, err := release.Files(exampleDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,18 +51,45 @@ func helmConfig(t *testing.T, kubeconfig, namespace string) *action.Configuratio
 	return cfg
 }
 
-// baselineChart loads the baseline's chart as `helm install <dir>` does.
-func baselineChart(t *testing.T) *chart.Chart {
+// releaseChart loads release's chart as `helm install <dir>` does.
+func releaseChart(t *testing.T, release *Baseline) *chart.Chart {
 	t.Helper()
 	dir := t.TempDir()
-	if err := baseline.WriteTree(chartDir, dir); err != nil {
+	if err := release.WriteTree(chartDir, dir); err != nil {
 		t.Fatal(err)
 	}
 	c, err := loader.Load(dir)
 	if err != nil {
-		t.Fatalf("loading the chart of %s: %v", baseline.Commit, err)
+		t.Fatalf("loading the chart of %s: %v", release.Commit, err)
 	}
 	return c
+}
+
+// crdsDirRelease is the last release whose chart installed its CRDs from
+// crds/, which Helm never upgrades: stop 39's. Its users upgrade once with
+// --take-ownership (README, Helm); the tests of that step install it,
+// whatever BASELINE names.
+const crdsDirRelease = "672c32bb37a93ca20c41c1089d6d67f1a0b14c90"
+
+// openRelease opens commit of the repository's history.
+func openRelease(t *testing.T, commit string) *Baseline {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := OpenBaseline(root, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return release
+}
+
+// installsCRDsFromCRDsDir reports whether a chart installs CRDs from
+// crds/, which Helm installs once and never owns or upgrades; otherwise
+// its templates render them, owned by the release.
+func installsCRDsFromCRDsDir(c *chart.Chart) bool {
+	return len(c.CRDObjects()) > 0
 }
 
 // currentChart loads the working tree's chart.

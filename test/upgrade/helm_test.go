@@ -33,13 +33,61 @@ const (
 // TestHelmUpgradeFromTheBaselineChart installs the previous release's chart
 // with the Helm SDK on a control plane of its own, with the previous
 // release's examples and a binding stored, and upgrades it as README's Helm
-// section says: without --take-ownership Helm refuses the CRDs that crds/
-// installed and changes nothing; with it they become the working tree's,
-// owned by the release and kept; later upgrades need no flag, and
-// uninstall keeps the CRDs. No stored object is deleted at any step.
+// section says. Its templates render the CRDs, owned by the release, so a
+// plain helm upgrade makes them the working tree's; uninstall keeps them
+// (helm.sh/resource-policy: keep). No stored object is deleted at any
+// step.
 func TestHelmUpgradeFromTheBaselineChart(t *testing.T) {
 	g := NewWithT(t)
-	h := installBaselineChart(t)
+	h := installChart(t, baseline)
+	requireTemplatedCRDs(t, h)
+
+	t.Log("helm upgrade: the working tree's CRDs, owned by the release")
+	g.Expect(upgrade(h.helm, h.current, false, nil)).To(Succeed())
+	expectCurrentCRDs(t, g, h.client, h.root)
+	expectStored(t, g, h.client, h.stored)
+
+	t.Log("helm upgrade, again: nothing to change")
+	g.Expect(upgrade(h.helm, h.current, false, nil)).To(Succeed())
+	expectCurrentCRDs(t, g, h.client, h.root)
+
+	t.Log("helm uninstall: the CRDs, and so every stored object, stay")
+	_, err := action.NewUninstall(h.helm).Run(releaseName)
+	g.Expect(err).NotTo(HaveOccurred())
+	expectCurrentCRDs(t, g, h.client, h.root)
+	expectStored(t, g, h.client, h.stored)
+}
+
+// TestHelmUpgradeFromTheBaselineChartLeavingTheCRDs upgrades the previous
+// release's chart with crds.enabled=false: the CRDs leave the release's
+// manifest, and Helm keeps them as they were (helm.sh/resource-policy:
+// keep), unwritten, with every stored object. Turning crds.enabled on
+// again upgrades them: they still carry the release's ownership.
+func TestHelmUpgradeFromTheBaselineChartLeavingTheCRDs(t *testing.T) {
+	g := NewWithT(t)
+	h := installChart(t, baseline)
+	requireTemplatedCRDs(t, h)
+
+	t.Log("helm upgrade --set crds.enabled=false: the CRDs are kept as they were")
+	g.Expect(upgrade(h.helm, h.current, false, map[string]any{"crds": map[string]any{"enabled": false}})).To(Succeed())
+	expectUnchanged(t, g, h.client, h.installed)
+	expectStored(t, g, h.client, h.stored)
+
+	t.Log("helm upgrade --set crds.enabled=true: the working tree's CRDs")
+	g.Expect(upgrade(h.helm, h.current, false, map[string]any{"crds": map[string]any{"enabled": true}})).To(Succeed())
+	expectCurrentCRDs(t, g, h.client, h.root)
+	expectStored(t, g, h.client, h.stored)
+}
+
+// TestHelmUpgradeFromTheCRDsDirChart upgrades the last release whose chart
+// installed its CRDs from crds/ (crdsDirRelease), as README's Helm section
+// tells its users: without --take-ownership Helm refuses the CRDs that
+// crds/ installed and changes nothing; with it they become the working
+// tree's, owned by the release and kept; later upgrades need no flag, and
+// uninstall keeps the CRDs. No stored object is deleted at any step.
+func TestHelmUpgradeFromTheCRDsDirChart(t *testing.T) {
+	g := NewWithT(t)
+	h := installChart(t, openRelease(t, crdsDirRelease))
 
 	t.Log("helm upgrade: refused, nothing changed")
 	err := upgrade(h.helm, h.current, false, nil)
@@ -63,15 +111,15 @@ func TestHelmUpgradeFromTheBaselineChart(t *testing.T) {
 	expectStored(t, g, h.client, h.stored)
 }
 
-// TestHelmUpgradeFromTheBaselineChartLeavingTheCRDs upgrades the previous
-// release's chart with crds.enabled=false: the CRDs stay the previous
-// release's, unwritten (over older ones the controller then refuses to
-// start: TestUpgradeInPlace). Turning crds.enabled on later upgrades them
-// once they carry the release's ownership, which docs/operations.md has
-// kubectl give them for a Helm without --take-ownership.
-func TestHelmUpgradeFromTheBaselineChartLeavingTheCRDs(t *testing.T) {
+// TestHelmUpgradeFromTheCRDsDirChartLeavingTheCRDs upgrades crdsDirRelease's
+// chart with crds.enabled=false: the CRDs stay that release's, unwritten
+// (over older ones the controller then refuses to start:
+// TestUpgradeInPlace). Turning crds.enabled on later upgrades them once
+// they carry the release's ownership, which docs/operations.md has kubectl
+// give them for a Helm without --take-ownership.
+func TestHelmUpgradeFromTheCRDsDirChartLeavingTheCRDs(t *testing.T) {
 	g := NewWithT(t)
-	h := installBaselineChart(t)
+	h := installChart(t, openRelease(t, crdsDirRelease))
 
 	t.Log("helm upgrade --set crds.enabled=false: the CRDs are left as they were")
 	g.Expect(upgrade(h.helm, h.current, false, map[string]any{"crds": map[string]any{"enabled": false}})).To(Succeed())
@@ -83,6 +131,16 @@ func TestHelmUpgradeFromTheBaselineChartLeavingTheCRDs(t *testing.T) {
 	g.Expect(upgrade(h.helm, h.current, false, map[string]any{"crds": map[string]any{"enabled": true}})).To(Succeed())
 	expectCurrentCRDs(t, g, h.client, h.root)
 	expectStored(t, g, h.client, h.stored)
+}
+
+// requireTemplatedCRDs stops a test of the templated layout when BASELINE
+// names a release older than it (-upgrade.baseline may): that release's
+// upgrade is TestHelmUpgradeFromTheCRDsDirChart's.
+func requireTemplatedCRDs(t *testing.T, h *helmInstall) {
+	t.Helper()
+	if h.crdsDir {
+		t.Fatalf("%s's chart installs its CRDs from crds/: its upgrade is TestHelmUpgradeFromTheCRDsDirChart's", h.release.Commit)
+	}
 }
 
 // adopt gives embedops' CRDs the release's ownership, as
@@ -97,9 +155,12 @@ func adopt(t *testing.T, g *WithT, c client.Client) {
 	}
 }
 
-// helmInstall is the previous release's chart installed on a control
-// plane of its own, with objects stored.
+// helmInstall is a release's chart installed on a control plane of its
+// own, with objects stored.
 type helmInstall struct {
+	release *Baseline
+	// crdsDir: the release's chart installed the CRDs from crds/.
+	crdsDir   bool
 	root      string
 	client    client.Client
 	helm      *action.Configuration
@@ -108,11 +169,11 @@ type helmInstall struct {
 	stored    []storedObject
 }
 
-// installBaselineChart runs `helm install --create-namespace` of the
-// previous release's chart with its defaults, as README's Helm section of
-// that release says, on a control plane without embedops' CRDs, and
-// stores objects in it.
-func installBaselineChart(t *testing.T) *helmInstall {
+// installChart runs `helm install --create-namespace` of release's chart
+// with its defaults, as README's Helm section of that release says, on a
+// control plane without embedops' CRDs, and stores that release's examples
+// and a binding in it.
+func installChart(t *testing.T, release *Baseline) *helmInstall {
 	t.Helper()
 	g := NewWithT(t)
 	root, err := harness.RepoRoot()
@@ -121,15 +182,16 @@ func installBaselineChart(t *testing.T) *helmInstall {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(bare.WriteKubeconfig(kubeconfig)).To(Succeed())
 	helm := helmConfig(t, kubeconfig, releaseNamespace)
-	previous := baselineChart(t)
+	previous := releaseChart(t, release)
 	install := action.NewInstall(helm)
 	install.ReleaseName, install.Namespace, install.CreateNamespace = releaseName, releaseNamespace, true
 	_, err = install.Run(previous, nil)
-	g.Expect(err).NotTo(HaveOccurred(), "helm install of %s's chart", baseline.Commit)
+	g.Expect(err).NotTo(HaveOccurred(), "helm install of %s's chart", release.Commit)
 	return &helmInstall{
+		release: release, crdsDir: installsCRDsFromCRDsDir(previous),
 		root: root, client: bare.Client, helm: helm, current: currentChart(t, root),
-		installed: expectBaselineCRDs(t, g, bare.Client, previous),
-		stored:    storeObjects(t, g, bare.Client),
+		installed: expectReleaseCRDs(t, g, bare.Client, release, previous),
+		stored:    storeObjects(t, g, bare.Client, release),
 	}
 }
 
@@ -145,22 +207,30 @@ func upgrade(helm *action.Configuration, c *chart.Chart, take bool, values map[s
 	return err
 }
 
-// expectBaselineCRDs checks that the baseline's chart installed its own
-// CRDs, from crds/, as Helm installs those: without the release's
-// ownership. It returns them as installed.
-func expectBaselineCRDs(t *testing.T, g *WithT, c client.Client, previous *chart.Chart) map[string]*apiextensionsv1.CustomResourceDefinition {
+// expectReleaseCRDs checks that release's chart installed its own CRDs,
+// and returns them as installed: from crds/, as Helm installs those,
+// without the release's ownership; or from its templates (generated from
+// that release's config/crd/bases), owned by the release and kept.
+func expectReleaseCRDs(t *testing.T, g *WithT, c client.Client, release *Baseline, previous *chart.Chart) map[string]*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	files := map[string][]byte{}
+	files, where := map[string][]byte{}, "in crds/"
 	for _, f := range previous.CRDObjects() {
 		files[f.Filename] = f.File.Data
 	}
+	if !installsCRDsFromCRDsDir(previous) {
+		var err error
+		files, err = release.Files(crdDir)
+		g.Expect(err).NotTo(HaveOccurred())
+		where = "rendered from its templates, as " + crdDir + " has them"
+	}
 	want := crdsOfFiles(g, files)
 	g.Expect(slices.Sorted(maps.Keys(want))).To(Equal(slices.Sorted(slices.Values(crdNames))),
-		"the CRDs of %s's chart, in crds/", baseline.Commit)
+		"the CRDs of %s's chart, %s", release.Commit, where)
 	live := liveCRDs(t, g, c)
 	for name, crd := range live {
-		g.Expect(crd.Spec).To(Equal(want[name].Spec), "%s as the baseline's chart has it", name)
-		g.Expect(helmOwned(crd.Annotations, crd.Labels, releaseName, releaseNamespace)).To(BeFalse(), "%s: Helm owns crds/", name)
+		g.Expect(crd.Spec).To(Equal(want[name].Spec), "%s as %s's chart has it", name, release.Commit)
+		g.Expect(helmOwned(crd.Annotations, crd.Labels, releaseName, releaseNamespace)).To(Equal(!installsCRDsFromCRDsDir(previous)),
+			"%s: Helm owns the CRDs its templates render, not those of crds/", name)
 	}
 	return live
 }
@@ -204,12 +274,12 @@ type storedObject struct {
 	uid types.UID
 }
 
-// storeObjects stores the baseline's examples (servers, their Secret and
+// storeObjects stores release's examples (servers, their Secret and
 // claims) and a binding with its claim in a namespace of c's.
-func storeObjects(t *testing.T, g *WithT, c client.Client) []storedObject {
+func storeObjects(t *testing.T, g *WithT, c client.Client, release *Baseline) []storedObject {
 	t.Helper()
 	namespace := harness.Namespace(t, c)
-	objects := baselineExamples(t, namespace)
+	objects := baselineExamples(t, release, namespace)
 	g.Expect(servers(objects)).NotTo(BeEmpty())
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "cache-0"},
@@ -219,7 +289,7 @@ func storeObjects(t *testing.T, g *WithT, c client.Client) []storedObject {
 		},
 	}
 	for _, obj := range objects {
-		g.Expect(c.Create(t.Context(), obj)).To(Succeed(), "%s %s of %s", obj.GetKind(), obj.GetName(), baseline.Commit)
+		g.Expect(c.Create(t.Context(), obj)).To(Succeed(), "%s %s of %s", obj.GetKind(), obj.GetName(), release.Commit)
 	}
 	for _, typed := range []client.Object{claim, binding(namespace, claim.Name)} {
 		g.Expect(c.Create(t.Context(), typed)).To(Succeed())

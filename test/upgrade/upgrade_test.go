@@ -60,7 +60,7 @@ func TestUpgradeInPlace(t *testing.T) {
 	namespace := harness.Namespace(t, env.Client)
 
 	// The previous release runs its examples until every server is Ready.
-	objects := baselineExamples(t, namespace)
+	objects := baselineExamples(t, baseline, namespace)
 	for _, obj := range objects {
 		g.Expect(env.Client.Create(ctx, obj)).To(Succeed(), "%s %s of %s", obj.GetKind(), obj.GetName(), baseline.Commit)
 	}

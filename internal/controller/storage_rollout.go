@@ -171,31 +171,34 @@ func surgeOf(server *embedopsv1.EmbeddingServer) int32 {
 	return max(builder.AllowedUnavailable(server), 1)
 }
 
-// drainOldStatefulSets scales each old StatefulSet down to what the step
-// lets it keep, deletes those that keep none once their pods are gone, and
-// lists those left in the inventory so pruning and the server's deletion
-// find them.
+// drainOldStatefulSets carries out the step's drains (decision.DrainOld):
+// each old StatefulSet scaled down to what the step lets it keep, deleted
+// once it keeps none and its pods are gone, and listed in the inventory
+// while it stays, so pruning and the server's deletion find it.
 func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, scope *serverScope) error {
 	rollout := scope.rollout
 	if rollout == nil {
 		return nil
 	}
+	old := make([]decision.OldSet, 0, len(rollout.old))
+	byName := make(map[string]*appsv1.StatefulSet, len(rollout.old))
 	for i := range rollout.old {
 		sts := &rollout.old[i]
-		if !sts.DeletionTimestamp.IsZero() {
-			continue
-		}
-		keep, had := rollout.step.Old[sts.Name], replicasOf(sts)
-		deleted, err := r.scaleOldStatefulSet(ctx, sts, keep)
-		if err != nil {
+		byName[sts.Name] = sts
+		old = append(old, decision.OldSet{Name: sts.Name, Replicas: replicasOf(sts), PodsGone: podsGone(sts), Deleting: !sts.DeletionTimestamp.IsZero()})
+	}
+	for _, drain := range decision.DrainOld(rollout.step, old) {
+		sts := byName[drain.Name]
+		had := replicasOf(sts)
+		if err := r.carryOutDrain(ctx, sts, drain); err != nil {
 			return err
 		}
-		if keep < had && surgeOf(scope.server) == 0 {
+		if drain.GivesUp > 0 && surgeOf(scope.server) == 0 {
 			r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.MovingToNewStorageReason, "Rollout",
 				"StatefulSet %s gives up %d of its %d replicas before StatefulSet %s starts theirs: %s",
-				sts.Name, had-keep, had, scope.statefulSetName, howPodsMove(scope.server))
+				sts.Name, drain.GivesUp, had, scope.statefulSetName, howPodsMove(scope.server))
 		}
-		if !deleted {
+		if !drain.Delete {
 			entry := inventoryRef(sts.Namespace, sts.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 			scope.server.Status.Inventory.Entries = mergeEntries(scope.server.Status.Inventory.Entries, []embedopsv1.ResourceRef{entry})
 		}
@@ -203,34 +206,25 @@ func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, sc
 	return nil
 }
 
-// scaleOldStatefulSet sets an old StatefulSet's replicas to keep; one that
-// keeps none is deleted only once the StatefulSet controller reports its
-// pods gone (podsGone), each old pod having gone after a new one served in
-// its place. While a pod exists its StatefulSet does: the disruption
-// controller finds every pod's controller to compute a budget's expected
-// pods, and a pod whose StatefulSet is deleted fails that
-// (CalculateExpectedPodCountFailed) and holds disruptionsAllowed at 0, so
-// drains and evictions are refused (kubernetes v1.37.2
-// pkg/controller/disruption/disruption.go, getExpectedScale and failSafe).
-// The UID precondition keeps a StatefulSet made since under the same name.
-func (r *EmbeddingServerReconciler) scaleOldStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, keep int32) (deleted bool, err error) {
+// carryOutDrain deletes or scales an old StatefulSet as drain says, with
+// its UID as precondition, so a StatefulSet made since under the same
+// name is kept; one already gone is done.
+func (r *EmbeddingServerReconciler) carryOutDrain(ctx context.Context, sts *appsv1.StatefulSet, drain decision.Drain) error {
 	log := ctrl.LoggerFrom(ctx)
-	if keep == 0 && replicasOf(sts) == 0 && podsGone(sts) {
+	switch {
+	case drain.Delete:
 		if err := r.act.Delete(ctx, sts, sts.UID); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("deleting the old StatefulSet %s: %w", sts.Name, err)
+			return fmt.Errorf("deleting the old StatefulSet %s: %w", sts.Name, err)
 		}
 		log.Info("deleted the old StatefulSet: its pods are gone and the new storage serves", "statefulSet", sts.Name)
-		return true, nil
+	case drain.ScaleTo != nil:
+		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d}}`, sts.UID, *drain.ScaleTo)
+		if err := r.act.MergePatch(ctx, sts, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("scaling the old StatefulSet %s to %d: %w", sts.Name, *drain.ScaleTo, err)
+		}
+		log.Info("scaled the old StatefulSet down: new pods serve in place of its pods", "statefulSet", sts.Name, "replicas", *drain.ScaleTo)
 	}
-	if keep >= replicasOf(sts) {
-		return false, nil
-	}
-	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d}}`, sts.UID, keep)
-	if err := r.act.MergePatch(ctx, sts, patch); client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("scaling the old StatefulSet %s to %d: %w", sts.Name, keep, err)
-	}
-	log.Info("scaled the old StatefulSet down: new pods serve in place of its pods", "statefulSet", sts.Name, "replicas", keep)
-	return false, nil
+	return nil
 }
 
 // podsGone reports whether the StatefulSet controller, having seen the

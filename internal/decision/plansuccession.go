@@ -33,48 +33,21 @@ type succeeding struct {
 }
 
 // takeover is how a server's new decision takes over the claims of its old
-// one, by the rules the ledger applies (SuccessionOf, then for a revision
-// InPlaceRollAllowed and RoomForAnotherRevision, for a larger size a class
-// that expands). A rule whose facts the plan lacks is not guessed: it is
-// named in the condition. A rule known to fail means new storage.
+// one, by the rules the ledger applies (Takeover), with the room of the
+// newest binding of the old identity (realizedRoom). A rule whose facts the
+// plan lacks is named in the condition.
 func takeover(old, updated *decided, facts Facts) (Succession, string) {
-	kind := SuccessionOf(old.decision, updated.decision)
-	if kind == NoSuccession || kind == RetainForSuccession {
-		return kind, ""
+	recorded := Recording(old.decision)
+	recorded.Status.Realized = realizedRoom(facts.Bindings, old.decision.Identity)
+	known := TakeoverFacts{Replicas: updated.server.GetReplicas()}
+	if facts.AllowedUnavailable != nil {
+		known.AllowedUnavailable = new(facts.AllowedUnavailable(updated.server))
 	}
-	var unknown []string
-	if kind == RevisionSuccession {
-		replicas := updated.server.GetReplicas()
-		switch {
-		case !InPlaceRollAllowed(replicas, replicas):
-			return NoSuccession, "" // too few replicas, whatever the budget
-		case facts.AllowedUnavailable == nil:
-			unknown = append(unknown, "its disruption budget lets a replica be unavailable")
-		case !InPlaceRollAllowed(replicas, facts.AllowedUnavailable(updated.server)):
-			return NoSuccession, ""
-		}
-		recorded := Recording(old.decision)
-		recorded.Status.Realized = realizedRoom(facts.Bindings, old.decision.Identity)
-		switch {
-		case recorded.Status.Realized.Bytes == nil:
-			unknown = append(unknown, "the claims have room for another revision (the model's size is not known)")
-		case !RoomForAnotherRevision(recorded, updated.decision):
-			return NoSuccession, ""
-		}
+	if facts.ClassExpands != nil {
+		known.ClassExpands = func() (bool, bool) { return facts.ClassExpands(updated.decision.Decision.StorageClassName) }
 	}
-	if updated.decision.Decision.Size.Cmp(old.decision.Decision.Size) > 0 {
-		expands, known := false, false
-		if facts.ClassExpands != nil {
-			expands, known = facts.ClassExpands(updated.decision.Decision.StorageClassName)
-		}
-		switch {
-		case !known:
-			unknown = append(unknown, classOf(updated.decision)+" allows volume expansion")
-		case !expands:
-			return NoSuccession, ""
-		}
-	}
-	if len(unknown) == 0 {
+	kind, unknown := Takeover(recorded, updated.decision, known)
+	if kind == NoSuccession || len(unknown) == 0 {
 		return kind, ""
 	}
 	return kind, "if " + strings.Join(unknown, " and ") + "; otherwise new storage, and the old cache retires"

@@ -65,24 +65,33 @@ func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSe
 			!decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
 			return nil, nil
 		}
-		if decision.SameStorage(binding, d) {
-			return binding, nil
-		}
-		inPlace := decision.GrowsInPlace(binding, d) ||
-			decision.RevisesInPlace(binding, d) && decision.RoomForAnotherRevision(binding, d) &&
-				decision.InPlaceRollAllowed(server.GetReplicas(), builder.AllowedUnavailable(server))
-		if !inPlace {
-			return nil, nil
-		}
-		if d.Decision.Size.Cmp(binding.Spec.Decision.Size) > 0 {
-			expands, err := l.classExpands(ctx, binding)
-			if err != nil || !expands {
-				return nil, err
-			}
-		}
-		return binding, nil
+		return l.takesOver(ctx, server, binding, d)
 	}
 	return nil, nil
+}
+
+// takesOver returns binding when a new binding of d takes over its storage
+// by decision.Takeover, nil otherwise: a rule whose fact is not known (the
+// size of a model no populator recorded) gets storage of its own. The
+// StorageClass is read only for a larger size.
+func (l *Ledger) takesOver(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, d *decision.Decision) (*embedopsv1.ModelCacheBinding, error) {
+	var readErr error
+	kind, unknown := decision.Takeover(binding, d, decision.TakeoverFacts{
+		Replicas:           server.GetReplicas(),
+		AllowedUnavailable: new(builder.AllowedUnavailable(server)),
+		ClassExpands: func() (bool, bool) {
+			expands, err := l.classExpands(ctx, binding)
+			readErr = err
+			return expands, err == nil
+		},
+	})
+	if readErr != nil {
+		return nil, readErr
+	}
+	if kind == decision.NoSuccession || len(unknown) > 0 {
+		return nil, nil
+	}
+	return binding, nil
 }
 
 // succeed marks predecessor as handing its storage to name, then creates

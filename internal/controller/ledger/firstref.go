@@ -46,7 +46,8 @@ func firstReferenceWaitOf(wait time.Duration) time.Duration {
 // status, and nothing writes it again. So the server that created a
 // PerReplica binding for its first storage waits, up to the wait, for the
 // claims its StatefulSet makes to be Bound (read from the cache; its pods'
-// scheduling wakes it). Meanwhile the binding controller leaves the binding
+// scheduling wakes it; decision.FirstReferenceWindow says when it may).
+// Meanwhile the binding controller leaves the binding
 // to its creator for as long as the creator exists, and a creator that
 // leaves it, deleted or on another decision, writes its first status
 // without a reference (abandonAwaiting); a decision that takes its storage
@@ -55,11 +56,7 @@ func firstReferenceWaitOf(wait time.Duration) time.Duration {
 // status. A successor, whose storage is taken over already bound, and a
 // server moving to new storage reference at once as before.
 func (l *Ledger) firstReferenceWait(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) (time.Duration, error) {
-	if l.firstRefWait <= 0 || !decision.AwaitsFirstReference(binding, server.UID) ||
-		(server.Status.CacheBinding != "" && server.Status.CacheBinding != binding.Name) {
-		return 0, nil
-	}
-	left := binding.CreationTimestamp.Add(l.firstRefWait).Sub(l.now())
+	left := decision.FirstReferenceWindow(binding, server.UID, server.Status.CacheBinding, l.firstRefWait, l.now())
 	if left <= 0 {
 		return 0, nil
 	}

@@ -47,15 +47,7 @@ func TestHelmUpgradeFromTheBaselineChart(t *testing.T) {
 	expectCurrentCRDs(t, g, h.client, h.root)
 	expectStored(t, g, h.client, h.stored)
 
-	t.Log("helm upgrade, again: nothing to change")
-	g.Expect(upgrade(h.helm, h.current, false, nil)).To(Succeed())
-	expectCurrentCRDs(t, g, h.client, h.root)
-
-	t.Log("helm uninstall: the CRDs, and so every stored object, stay")
-	_, err := action.NewUninstall(h.helm).Run(releaseName)
-	g.Expect(err).NotTo(HaveOccurred())
-	expectCurrentCRDs(t, g, h.client, h.root)
-	expectStored(t, g, h.client, h.stored)
+	upgradeAgainThenUninstall(t, g, h)
 }
 
 // TestHelmUpgradeFromTheBaselineChartLeavingTheCRDs upgrades the previous
@@ -100,12 +92,20 @@ func TestHelmUpgradeFromTheCRDsDirChart(t *testing.T) {
 	expectCurrentCRDs(t, g, h.client, h.root)
 	expectStored(t, g, h.client, h.stored)
 
+	upgradeAgainThenUninstall(t, g, h)
+}
+
+// upgradeAgainThenUninstall checks the steps after an upgrade to the
+// working tree's chart: a later upgrade needs no flag and changes nothing,
+// and helm uninstall keeps the CRDs and so every stored object.
+func upgradeAgainThenUninstall(t *testing.T, g *WithT, h *helmInstall) {
+	t.Helper()
 	t.Log("helm upgrade, again: no flag needed")
 	g.Expect(upgrade(h.helm, h.current, false, nil)).To(Succeed())
 	expectCurrentCRDs(t, g, h.client, h.root)
 
 	t.Log("helm uninstall: the CRDs, and so every stored object, stay")
-	_, err = action.NewUninstall(h.helm).Run(releaseName)
+	_, err := action.NewUninstall(h.helm).Run(releaseName)
 	g.Expect(err).NotTo(HaveOccurred())
 	expectCurrentCRDs(t, g, h.client, h.root)
 	expectStored(t, g, h.client, h.stored)

@@ -75,8 +75,8 @@ func KubeAPIServer(root string) (string, error) {
 	return path, nil
 }
 
-// StartEnv starts kube-apiserver (see KubeAPIServer) and etcd from ./bin and
-// installs the CRDs from config/crd/bases (or opts.CRDPaths), failing when
+// StartEnv starts kube-apiserver (see KubeAPIServer) and etcd from ./bin,
+// each to die with the test binary (dieWithTestBinary), and installs the CRDs from config/crd/bases (or opts.CRDPaths), failing when
 // they are missing.
 func StartEnv(opts EnvOptions) (*Env, error) {
 	root, err := RepoRoot()
@@ -87,7 +87,14 @@ func StartEnv(opts EnvOptions) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Binary(root, "etcd"); err != nil {
+	etcd, err := Binary(root, "etcd")
+	if err != nil {
+		return nil, err
+	}
+	if apiServer, err = dieWithTestBinary(root, apiServer); err != nil {
+		return nil, err
+	}
+	if etcd, err = dieWithTestBinary(root, etcd); err != nil {
 		return nil, err
 	}
 	scheme, err := NewScheme()
@@ -108,6 +115,7 @@ func StartEnv(opts EnvOptions) (*Env, error) {
 		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: crdInstallTimeout},
 	}
 	environment.ControlPlane.APIServer = &envtest.APIServer{Path: apiServer}
+	environment.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
 	cfg, err := environment.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting envtest: %w", err)

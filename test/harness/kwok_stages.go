@@ -110,6 +110,14 @@ const serviceClusterIPRange = "10.0.0.0/16"
 const auditLogMaxSize = "1048576"
 
 // componentsPatches are the flags the harness adds to kwokctl's components.
+// etcd skips fsync, as envtest runs it (controller-runtime v0.25.2
+// pkg/internal/testing/controlplane/etcd.go, unsafe-no-fsync): a test
+// cluster's data need not survive the machine, and on a loaded CI machine
+// one fsync can wait a minute behind other processes' writes, so every
+// write to kube-apiserver times out (a Handler timeout on the kwok
+// controller's node leases, no node Ready, in one CI run) while reads
+// from its watch cache still answer. A killed etcd loses nothing: its
+// writes are in the kernel's page cache.
 func componentsPatches() []kwokctlComponentPatch {
 	return []kwokctlComponentPatch{{
 		Name: "kube-apiserver",
@@ -117,6 +125,9 @@ func componentsPatches() []kwokctlComponentPatch {
 			{Key: "service-cluster-ip-range", Value: serviceClusterIPRange},
 			{Key: "audit-log-maxsize", Value: auditLogMaxSize},
 		},
+	}, {
+		Name:      "etcd",
+		ExtraArgs: []kwokctlExtraArgs{{Key: "unsafe-no-fsync", Value: "true"}},
 	}}
 }
 

@@ -1,6 +1,10 @@
 package harness
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +59,15 @@ func TestCluster(t *testing.T) {
 	t.Run("simulated pod states", func(t *testing.T) {
 		t.Parallel()
 		testSimulations(t, cluster, namespace)
+	})
+	t.Run("etcd skips fsync, as envtest's does", func(t *testing.T) {
+		t.Parallel()
+		g := NewWithT(t)
+		pid, ok := cluster.componentPIDs()["etcd"]
+		g.Expect(ok).To(BeTrue(), "kwokctl recorded etcd's process")
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(strings.Split(string(cmdline), "\x00")).To(ContainElement("--unsafe-no-fsync=true"))
 	})
 }
 

@@ -101,7 +101,9 @@ func hubObjects(models []byte) []client.Object {
 }
 
 // startHub runs the hub stand-in in the cluster and waits until it is
-// ready.
+// ready and pods can reach it by its Service's name
+// (harness.Node.ServiceRouted): a server started before would see its
+// first download refused.
 func (e *env) startHub(ctx context.Context) error {
 	models, err := hubModels(e.servers)
 	if err != nil {
@@ -120,6 +122,6 @@ func (e *env) startHub(ctx context.Context) error {
 		if deployment.Status.ReadyReplicas < 1 {
 			return fmt.Errorf("deployment %s/%s has no ready replica", hubNamespace, hubName)
 		}
-		return nil
+		return e.node.ServiceRouted(ctx, hubNamespace, hubName)
 	})
 }

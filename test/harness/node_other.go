@@ -49,6 +49,11 @@ func (n *Node) Dial(context.Context, string, string) (net.Conn, error) {
 	return nil, errors.New(NodeUnsupported())
 }
 
+// ServiceRouted fails: a real node runs on Linux only.
+func (n *Node) ServiceRouted(context.Context, string, string) error {
+	return errors.New(NodeUnsupported())
+}
+
 // MemoryUsage is empty: a real node runs on Linux only.
 func (n *Node) MemoryUsage() map[string]uint64 { return nil }
 

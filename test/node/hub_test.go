@@ -5,12 +5,8 @@ package node
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"os/exec"
-	"regexp"
 	"testing"
 	"time"
 
@@ -90,32 +86,13 @@ func startHub(t *testing.T, ns, token string, models ...hubModel) *hub {
 	return h
 }
 
-// waitHubByName waits until pods can reach the hub at its Service's name,
-// as TEI and the populator do: CoreDNS (at NodeAddress) resolves the name
-// to the ClusterIP, and kube-proxy routes that address to an endpoint
-// (its KUBE-SERVICES rule jumps to the Service's chain, which it writes
-// only once an endpoint is ready; kubernetes v1.37.2
-// pkg/proxy/iptables/proxier.go). Both follow the pod's readiness
-// asynchronously (the EndpointSlice controller, then their watches), and
-// TEI exits on a failed download as text-embeddings-router does on
-// hf-hub's error, so a server started before then restarts once. The
-// node's namespace has no route to ClusterIPs, so the rule is read, not
-// dialled.
+// waitHubByName waits until pods can reach the hub by its Service's name
+// (harness.Node.ServiceRouted): a server started before would see TEI's
+// first download refused, and TEI restart.
 func waitHubByName(t *testing.T, ns string) {
 	t.Helper()
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return node.Dial(ctx, network, net.JoinHostPort(harness.NodeAddress, "53"))
-	}}
-	name := fmt.Sprintf("%s.%s.svc.%s", hubName, ns, harness.ClusterDomain)
-	NewWithT(t).Eventually(func(g Gomega) {
-		addresses, err := resolver.LookupHost(t.Context(), name)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(addresses).To(HaveLen(1))
-		rules, err := exec.CommandContext(t.Context(), "ip", "netns", "exec", node.Name, "iptables", "-t", "nat", "-S", "KUBE-SERVICES").CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), "%s", rules)
-		g.Expect(string(rules)).To(MatchRegexp(`-d %s/32 .*-j KUBE-SVC-`, regexp.QuoteMeta(addresses[0])),
-			"kube-proxy routes %s's ClusterIP %s", name, addresses[0])
-	}).WithContext(t.Context()).WithTimeout(podTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	NewWithT(t).Eventually(func() error { return node.ServiceRouted(t.Context(), ns, hubName) }).
+		WithContext(t.Context()).WithTimeout(podTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 }
 
 // hubPod runs the hub stand-in as a restricted pod with a TCP readiness

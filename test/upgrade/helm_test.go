@@ -213,11 +213,12 @@ func upgrade(helm *action.Configuration, c *chart.Chart, take bool, values map[s
 // that release's config/crd/bases), owned by the release and kept.
 func expectReleaseCRDs(t *testing.T, g *WithT, c client.Client, release *Baseline, previous *chart.Chart) map[string]*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
+	fromCRDsDir := installsCRDsFromCRDsDir(previous)
 	files, where := map[string][]byte{}, "in crds/"
 	for _, f := range previous.CRDObjects() {
 		files[f.Filename] = f.File.Data
 	}
-	if !installsCRDsFromCRDsDir(previous) {
+	if !fromCRDsDir {
 		var err error
 		files, err = release.Files(crdDir)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -229,7 +230,7 @@ func expectReleaseCRDs(t *testing.T, g *WithT, c client.Client, release *Baselin
 	live := liveCRDs(t, g, c)
 	for name, crd := range live {
 		g.Expect(crd.Spec).To(Equal(want[name].Spec), "%s as %s's chart has it", name, release.Commit)
-		g.Expect(helmOwned(crd.Annotations, crd.Labels, releaseName, releaseNamespace)).To(Equal(!installsCRDsFromCRDsDir(previous)),
+		g.Expect(helmOwned(crd.Annotations, crd.Labels, releaseName, releaseNamespace)).To(Equal(!fromCRDsDir),
 			"%s: Helm owns the CRDs its templates render, not those of crds/", name)
 	}
 	return live

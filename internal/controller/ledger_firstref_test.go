@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -165,6 +166,74 @@ func TestARetainForEditDuringTheWaitTakesTheStorageOver(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bound.Binding.Spec.Supersedes).To(Equal(first.Binding.Name), "the successor takes the storage over")
 	g.Expect(decision.StorageName(bound.Binding)).To(Equal(decision.StorageName(first.Binding)))
+}
+
+// The ledger chooses a hand-over from reads and writes it afterwards. A
+// PerReplica binding's identity is its server's, so only its creator
+// references it; but when another reference reaches the waiting binding
+// between the choice and the writes (a hand edit, a writer with a bug),
+// the storage is no longer this server's alone: the hand-over is not
+// written, and the next look gives the new decision storage of its own.
+func TestAReferenceAddedBetweenTheChoiceAndTheWritesStopsTheHandOver(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	var first *embedopsv1.ModelCacheBinding
+	var otherServer *embedopsv1.EmbeddingServer
+	var raced bool
+	referenceFirst := func(ctx context.Context, status client.SubResourceWriter, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		if first != nil && obj.GetName() == first.Name && !raced {
+			raced = true
+			another := readBinding(t, g, env.Client, first)
+			another.Status.Phase = embedopsv1.BindingActive
+			decision.AddReference(another, decision.ServerReference(otherServer))
+			g.Expect(env.Client.Status().Update(ctx, another)).To(Succeed())
+		}
+		return status.Update(ctx, obj, opts...)
+	}
+	l, c := newTestLedger(t, g, func(c client.Client) client.Client {
+		return statusUpdateHook{Client: c, update: referenceFirst}
+	}, ledger.Options{FirstReferenceWait: ledger.CreatorGrace})
+	server := liveServer(t, g, c, namespace, "tei", fixtures.WithRetainFor(time.Minute))
+	otherServer = liveServer(t, g, c, namespace, "other", fixtures.WithRetainFor(time.Minute))
+	bound, err := l.Bind(t.Context(), server, withRetainFor(t, g, server, time.Minute), unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bound.ReferenceWait).To(BeNumerically(">", 0))
+	first = bound.Binding
+	server.Status.CacheBinding = first.Name
+
+	shorter := withRetainFor(t, g, server, 0)
+	_, err = l.Bind(t.Context(), server, shorter, unknownSource)
+	g.Expect(err).To(MatchError(ContainSubstring("gained another reference")))
+	g.Expect(raced).To(BeTrue())
+	g.Expect(readBinding(t, g, c, first).Status.SupersededBy).To(BeEmpty(), "the shared storage is not handed over")
+	g.Expect(readBinding(t, g, c, first).Status.RequestReferences).To(HaveLen(2))
+
+	bound, err = l.Bind(t.Context(), server, shorter, unknownSource)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bound.Binding.Spec.Supersedes).To(BeEmpty(), "the next look gives the decision storage of its own")
+	g.Expect(decision.StorageName(bound.Binding)).NotTo(Equal(decision.StorageName(first)))
+}
+
+// statusUpdateHook is a client whose status updates go through update,
+// which receives the client's own status writer.
+type statusUpdateHook struct {
+	client.Client
+	update func(ctx context.Context, status client.SubResourceWriter, obj client.Object, opts ...client.SubResourceUpdateOption) error
+}
+
+func (h statusUpdateHook) Status() client.SubResourceWriter {
+	return hookedStatusWriter{SubResourceWriter: h.Client.Status(), update: h.update}
+}
+
+// hookedStatusWriter is statusUpdateHook's status writer.
+type hookedStatusWriter struct {
+	client.SubResourceWriter
+	update func(ctx context.Context, status client.SubResourceWriter, obj client.Object, opts ...client.SubResourceUpdateOption) error
+}
+
+func (w hookedStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	return w.update(ctx, w.SubResourceWriter, obj, opts...)
 }
 
 // awaitingBinding creates a live server and binds it with a ledger whose

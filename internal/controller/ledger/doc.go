@@ -14,6 +14,16 @@
 // added only to an Active binding, so a Retiring or Released binding is never
 // revived; a server whose binding left Active gets a suffixed successor.
 //
+// Bind reads, then writes. choose decides, from reads alone, which binding
+// a server's decision goes to: one it may use, or a new one with its name,
+// its source, its storage (a predecessor's, or its own placed beside a
+// serving StatefulSet) and the first reference the server owes the
+// binding in use. choose is a method of reads, which holds client.Readers
+// only (TestReadsHoldNoWriter), so it cannot write. carryOut then writes
+// that plan, each write with the resourceVersion its object was read at:
+// a binding that changed since choose read it is a Conflict, and the
+// reconcile chooses again.
+//
 // Other invariants:
 //   - A reference is added only after an uncached read (or the answer to a
 //     write of the same reconcile, ServerReadLive) confirms the server

@@ -63,8 +63,9 @@ type Ledger struct {
 	releaseInterval time.Duration
 	firstRefWait    time.Duration
 	now             func() time.Time
-	shardKeys       []string
-	selector        labels.Selector
+	// reads are the reads choose decides with; the Ledger's own client
+	// reads the same cache, and writes.
+	reads
 	// left holds the (binding UID, server UID) pairs whose reference this
 	// process removed: the cache may still show such a reference.
 	left sync.Map
@@ -83,7 +84,8 @@ type Ledger struct {
 // uncached with apiReader where a race needs it.
 func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts Options) *Ledger {
 	l := &Ledger{client: c, apiReader: apiReader, events: recorder, historyLimit: opts.HistoryLimit, releaseInterval: opts.ReleaseInterval, now: opts.Now,
-		shardKeys: opts.ShardKeys, selector: opts.Selector, firstRefWait: firstReferenceWaitOf(opts.FirstReferenceWait)}
+		reads:        reads{cache: c, live: apiReader, shardKeys: opts.ShardKeys, selector: opts.Selector},
+		firstRefWait: firstReferenceWaitOf(opts.FirstReferenceWait)}
 	if l.selector == nil {
 		l.selector = labels.Everything()
 	}
@@ -97,12 +99,6 @@ func New(c client.Client, apiReader client.Reader, recorder EventRecorder, opts 
 		l.now = time.Now
 	}
 	return l
-}
-
-// ours reports whether the binding is of this controller's shard: selected
-// by its watch label selector, as its cache would hold it.
-func (l *Ledger) ours(binding *embedopsv1.ModelCacheBinding) bool {
-	return l.selector.Matches(labels.Set(binding.Labels))
 }
 
 // leftKey identifies a reference this process removed.

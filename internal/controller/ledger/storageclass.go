@@ -47,8 +47,8 @@ func storageClassOf(ctx context.Context, reader client.Reader, name string) (*st
 // (k8s plugin/pkg/admission/storage/persistentvolume/resize). A class whose
 // provisioner is not the one the binding recorded (a default class changed
 // since) is not the claims' class: it does not count.
-func (l *Ledger) classExpands(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (bool, error) {
-	class, err := storageClassOf(ctx, l.client, binding.Spec.Decision.StorageClassName)
+func (r *reads) classExpands(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (bool, error) {
+	class, err := storageClassOf(ctx, r.cache, binding.Spec.Decision.StorageClassName)
 	if err != nil || class == nil {
 		return false, err
 	}

@@ -24,63 +24,64 @@ const predecessorWait = 30 * time.Second
 
 // predecessor returns, read uncached, the binding whose storage a new binding
 // of d takes over: the one the server's children use (status.cacheBinding,
-// followed along the successors it references), when d differs from it in
-// retainFor alone and the server may hand it over (decision.Supersedable).
-// nil means the new binding gets storage of its own.
-func (l *Ledger) predecessor(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision) (*embedopsv1.ModelCacheBinding, error) {
-	name, err := l.bindingInUse(ctx, server)
+// followed along the successors it references), when d differs from it
+// only where the storage can follow (takesOver) and the server may hand it
+// over (decision.Supersedable). nil means the new binding gets storage of
+// its own. firstReference is the binding in use when it awaits the
+// server's first reference (decision.AwaitsFirstReference): carryOut writes
+// that reference first, and the binding is judged as the reference leaves
+// it, referenced by this server alone.
+func (r *reads) predecessor(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision) (predecessor, firstReference *embedopsv1.ModelCacheBinding, err error) {
+	name, err := r.bindingInUse(ctx, server)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for range decision.MaxBindingSuffix {
 		if name == "" {
-			return nil, nil
+			return nil, firstReference, nil
 		}
-		binding, err := l.read(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name})
+		binding, err := r.read(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name})
 		if err != nil || binding == nil {
-			return nil, err
+			return nil, firstReference, err
 		}
-		if decision.AwaitsFirstReference(binding, server.UID) {
-			// The server's first storage, whose reference waits for its
-			// claims (firstReferenceWait): referenced now, it may be
-			// handed over as any binding the server alone uses.
-			if _, err := l.reference(ctx, server, binding, false, false); err != nil {
-				return nil, err
-			}
+		awaiting := decision.AwaitsFirstReference(binding, server.UID)
+		if awaiting {
+			firstReference = binding
 		}
-		successor, err := l.successorOf(ctx, binding)
+		successor, err := r.successorOf(ctx, binding)
 		switch {
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		case successor != nil && decision.HasReference(successor, server.UID):
 			name = successor.Name
 			continue
 		case successor != nil:
-			return nil, nil
+			return nil, firstReference, nil
 		}
 		// A binding of d itself is the server's to use, not to supersede: the
 		// cache did not show it yet. A server moved to another shard keeps no
 		// storage of the old one.
-		if !decision.Supersedable(binding, server.UID) || decision.MatchesDecision(binding, d) ||
-			!decision.SameShard(binding.Labels, server.Labels, l.shardKeys) {
-			return nil, nil
+		if !awaiting && !decision.Supersedable(binding, server.UID) || decision.MatchesDecision(binding, d) ||
+			!decision.SameShard(binding.Labels, server.Labels, r.shardKeys) {
+			return nil, firstReference, nil
 		}
-		return l.takesOver(ctx, server, binding, d)
+		predecessor, err := r.takesOver(ctx, server, binding, d)
+		return predecessor, firstReference, err
 	}
-	return nil, nil
+	return nil, firstReference, nil
 }
 
 // takesOver returns binding when a new binding of d takes over its storage
 // by decision.Takeover, nil otherwise: a rule whose fact is not known (the
 // size of a model no populator recorded) gets storage of its own. The
 // StorageClass is read only for a larger size.
-func (l *Ledger) takesOver(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, d *decision.Decision) (*embedopsv1.ModelCacheBinding, error) {
+func (r *reads) takesOver(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, d *decision.Decision) (*embedopsv1.ModelCacheBinding, error) {
 	var readErr error
 	kind, unknown := decision.Takeover(binding, d, decision.TakeoverFacts{
 		Replicas:           server.GetReplicas(),
 		AllowedUnavailable: new(builder.AllowedUnavailable(server)),
 		ClassExpands: func() (bool, bool) {
-			expands, err := l.classExpands(ctx, binding)
+			expands, err := r.classExpands(ctx, binding)
 			readErr = err
 			return expands, err == nil
 		},
@@ -94,60 +95,21 @@ func (l *Ledger) takesOver(ctx context.Context, server *embedopsv1.EmbeddingServ
 	return binding, nil
 }
 
-// succeed marks predecessor as handing its storage to name, then creates
-// name as its successor. The mark is written with the resourceVersion the
-// predecessor was read at, when it was referenced by this server alone:
+// markHandingOver marks predecessor as handing its storage to successor.
+// The mark is written with the resourceVersion the predecessor was read
+// at, when it was referenced by this server alone (decision.Supersedable):
 // from then on it gains no reference, so nobody else comes to use the
 // storage the successor takes over.
-func (l *Ledger) succeed(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, name string, source SourceFunc, predecessor *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, bool, error) {
-	if name == predecessor.Name {
-		return nil, false, fmt.Errorf("binding %s cannot supersede itself", name)
+func (l *Ledger) markHandingOver(ctx context.Context, predecessor *embedopsv1.ModelCacheBinding, successor string) error {
+	if predecessor.Status.SupersededBy == successor {
+		return nil
 	}
-	if predecessor.Status.SupersededBy != name {
-		predecessor.Status.SupersededBy = name
-		if err := l.updateStatus(ctx, predecessor); err != nil {
-			return nil, false, fmt.Errorf("marking binding %s superseded: %w", predecessor.Name, err)
-		}
-		ctrl.LoggerFrom(ctx).Info("handing a binding's storage to its successor", "binding", predecessor.Name, "successor", name)
+	predecessor.Status.SupersededBy = successor
+	if err := l.updateStatus(ctx, predecessor); err != nil {
+		return fmt.Errorf("marking binding %s superseded: %w", predecessor.Name, err)
 	}
-	return l.create(ctx, server, d, name, source, predecessor, bindOptions{})
-}
-
-// successorOf returns, read uncached, the binding that binding hands its
-// storage to, when it exists and records it (decision.Succeeds); nil
-// otherwise.
-func (l *Ledger) successorOf(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, error) {
-	if !decision.HandingOver(binding) {
-		return nil, nil
-	}
-	successor, err := l.read(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: binding.Status.SupersededBy})
-	if err != nil || successor == nil || !decision.Succeeds(successor, binding) {
-		return nil, err
-	}
-	return successor, nil
-}
-
-// holderOf returns the binding that holds the storage binding hands over:
-// its successor, or that one's, up to the first that is not Released as
-// superseded. nil when the chain ends at a binding that is missing,
-// Retiring or Released without a successor: binding then retires as any
-// other.
-func (l *Ledger) holderOf(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, error) {
-	current := binding
-	for range decision.MaxBindingSuffix {
-		next, err := l.successorOf(ctx, current)
-		switch {
-		case err != nil || next == nil:
-			return nil, err
-		case decision.IsActive(next):
-			return next, nil
-		case next.Status.Phase == embedopsv1.BindingReleased && decision.HandingOver(next):
-			current = next
-		default:
-			return nil, nil
-		}
-	}
-	return nil, nil
+	ctrl.LoggerFrom(ctx).Info("handing a binding's storage to its successor", "binding", predecessor.Name, "successor", successor)
+	return nil
 }
 
 // supersede hands binding's claims to holder and records binding Released
@@ -226,45 +188,66 @@ func (l *Ledger) inheritRealized(ctx context.Context, binding *embedopsv1.ModelC
 // retirement says what an idle binding past its retainFor does instead of
 // retiring: hand its storage to holder, or wait while the binding it
 // superseded is still Active. Neither: it retires.
-func (l *Ledger) retirement(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, bool, error) {
+func (r *reads) retirement(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, bool, error) {
 	if decision.HandingOver(binding) {
-		holder, err := l.holderOf(ctx, binding)
+		holder, err := r.holderOf(ctx, binding)
 		if err != nil || holder != nil {
 			return holder, false, err
 		}
 	}
-	wait, err := l.predecessorActive(ctx, binding)
+	wait, err := r.predecessorActive(ctx, binding)
 	return nil, wait, err
 }
 
 // predecessorActive reports whether the binding binding superseded is still
 // Active: its storage is not binding's until that one is Released, so
 // binding must not retire and delete it.
-func (l *Ledger) predecessorActive(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (bool, error) {
+func (r *reads) predecessorActive(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (bool, error) {
 	if binding.Spec.Supersedes == "" {
 		return false, nil
 	}
-	predecessor, err := l.read(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: binding.Spec.Supersedes})
+	predecessor, err := r.read(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: binding.Spec.Supersedes})
 	if err != nil || predecessor == nil {
 		return false, err
 	}
 	return decision.IsActive(predecessor), nil
 }
 
-// read reads a binding from the API server; nil when it is gone or is
-// another shard's.
-func (l *Ledger) read(ctx context.Context, key types.NamespacedName) (*embedopsv1.ModelCacheBinding, error) {
-	binding := &embedopsv1.ModelCacheBinding{}
-	err := l.apiReader.Get(ctx, key, binding)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading binding %s: %w", key.Name, err)
-	case !l.ours(binding):
+// successorOf returns, read uncached, the binding that binding hands its
+// storage to, when it exists and records it (decision.Succeeds); nil
+// otherwise.
+func (r *reads) successorOf(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, error) {
+	if !decision.HandingOver(binding) {
 		return nil, nil
 	}
-	return binding, nil
+	successor, err := r.read(ctx, types.NamespacedName{Namespace: binding.Namespace, Name: binding.Status.SupersededBy})
+	if err != nil || successor == nil || !decision.Succeeds(successor, binding) {
+		return nil, err
+	}
+	return successor, nil
+}
+
+// holderOf returns the binding that holds the storage binding hands over:
+// its successor, or that one's, up to the first that is not Released as
+// superseded. nil when the chain ends at a binding that is missing,
+// Retiring or Released without a successor: binding then retires as any
+// other.
+func (r *reads) holderOf(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (*embedopsv1.ModelCacheBinding, error) {
+	current := binding
+	for range decision.MaxBindingSuffix {
+		next, err := r.successorOf(ctx, current)
+		switch {
+		case err != nil || next == nil:
+			return nil, err
+		case decision.IsActive(next):
+			return next, nil
+		case next.Status.Phase == embedopsv1.BindingReleased && decision.HandingOver(next):
+			current = next
+		default:
+			return nil, nil
+		}
+	}
+	return nil, nil
 }
 
 // bindingInUse names the binding the server's children use:
@@ -272,12 +255,12 @@ func (l *Ledger) read(ctx context.Context, key types.NamespacedName) (*embedopsv
 // first status waits for Ready), the one Active binding the server created
 // and references or is to reference first, read from the cache. Empty when
 // there is none, or more than one.
-func (l *Ledger) bindingInUse(ctx context.Context, server *embedopsv1.EmbeddingServer) (string, error) {
+func (r *reads) bindingInUse(ctx context.Context, server *embedopsv1.EmbeddingServer) (string, error) {
 	if server.Status.CacheBinding != "" {
 		return server.Status.CacheBinding, nil
 	}
 	var created embedopsv1.ModelCacheBindingList
-	if err := l.client.List(ctx, &created, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.ServerUIDLabel: string(server.UID)}); err != nil {
+	if err := r.cache.List(ctx, &created, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.ServerUIDLabel: string(server.UID)}); err != nil {
 		return "", fmt.Errorf("listing the bindings the server created: %w", err)
 	}
 	var names []string

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/controller/ledger"
@@ -76,7 +75,7 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		// is the latest the reference is written.
 		result.RequeueAfter = jitter(bound.ReferenceWait)
 	}
-	return result, r.reportCacheReady(ctx, server, bound.Binding)
+	return result, r.reportCacheReady(ctx, server, bound.Binding, scope.observed.claims)
 }
 
 // leaveStaleBindings leaves every binding but the one in use (all of them
@@ -91,25 +90,13 @@ func (r *EmbeddingServerReconciler) leaveStaleBindings(ctx context.Context, scop
 		keep = scope.binding.Name
 	}
 	scope.server.Status.CacheBinding = keep
-	inUse, err := r.storagesInUse(ctx, scope)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, r.ledger.Leave(ctx, scope.server, keep, inUse...)
+	return ctrl.Result{}, r.ledger.Leave(ctx, scope.server, keep, storagesInUse(scope)...)
 }
 
 // reportCacheReady sets CacheReady from the binding's phase and its claims,
 // read from the cache, which holds the labelled claims only; claims still
 // carrying GitOps tracking labels lose them first (untrackClaims).
-func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding) error {
-	var claims corev1.PersistentVolumeClaimList
-	if err := r.client.List(ctx, &claims, client.InNamespace(server.Namespace), client.MatchingLabels{embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
-		return err
-	}
-	byName := make(map[string]*corev1.PersistentVolumeClaim, len(claims.Items))
-	for i := range claims.Items {
-		byName[claims.Items[i].Name] = &claims.Items[i]
-	}
+func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, byName map[string]*corev1.PersistentVolumeClaim) error {
 	if err := r.untrackClaims(ctx, binding, byName); err != nil {
 		return err
 	}

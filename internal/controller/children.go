@@ -59,9 +59,7 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 		}
 		return ctrl.Result{}, fmt.Errorf("building the StatefulSet: %w", err)
 	}
-	if scope.statefulSets, err = r.serverStatefulSets(ctx, server); err != nil {
-		return ctrl.Result{}, err
-	}
+	scope.statefulSets = scope.observed.controlledStatefulSets(server)
 	storage := storageLabelOf(&statefulSet.Spec.Template)
 	statefulSet.Name = statefulSetNameFor(server, scope.binding, scope.cache, storage, scope.statefulSets)
 	if scope.cache == nil || scope.cache.Mode != embedopsv1.CacheModePerReplica {
@@ -72,9 +70,7 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 		}
 	}
 	scope.statefulSetName = statefulSet.Name
-	live := &appsv1.StatefulSet{}
-	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: statefulSet.Name}, live); {
-	case err == nil:
+	if live := scope.observed.statefulSet(statefulSet.Name); live != nil {
 		keepLiveSelector(statefulSet, live)
 		keepLiveClaimTemplates(statefulSet, live)
 		drain, liveness := keepLiveLifecycle(statefulSet, live), keepLiveLiveness(statefulSet, live)
@@ -83,8 +79,6 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 				return ctrl.Result{}, err
 			}
 		}
-	case !apierrors.IsNotFound(err):
-		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
 	}
 	scope.service = builder.Service(server)
 	children, err := childObjects(server, desiredChildren(server, facts, statefulSet, scope.service)...)
@@ -161,7 +155,7 @@ func ownerLabels() *ssa.ResourceManager {
 // dry run.
 func (r *EmbeddingServerReconciler) checkOwnership(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
-	unchanged, behind, err := r.childrenUnchanged(ctx, server, namedChildren(server))
+	unchanged, behind, err := r.childrenUnchanged(server, scope.observed, namedChildren(server))
 	if behind > 0 && server.Generation == r.verified.appliedGeneration(server.UID) {
 		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the cache to show the children just created")
 		scope.halted = true
@@ -213,8 +207,8 @@ func (r *EmbeddingServerReconciler) checkOwnershipUncached(ctx context.Context, 
 // applied at all (verifiedChildren); children whose ownership that let
 // checkOwnership skip are checked uncached before they are applied.
 func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	if waiting, err := r.waitForReplacedPods(ctx, scope); err != nil || waiting {
-		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
+	if r.waitForReplacedPods(scope) {
+		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 	}
 	scope.rollout = planStorageRollout(scope, scope.children[0])
 	if scope.childrenVerified && scope.rollout == nil {
@@ -236,7 +230,7 @@ func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *se
 		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, r.replaceStatefulSet(ctx, scope)
 	}
 	scope.server.Status.Inventory = inventoryOf(scope.children)
-	if err := r.rememberApply(ctx, scope, changes); err != nil {
+	if err := r.rememberApply(scope, changes); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.drainOldStatefulSets(ctx, scope); err != nil {
@@ -404,10 +398,10 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	entries := deletableEntries(server)
 	// A StatefulSet a rollout started may be missing from the inventory (a
 	// crash before the status patch): every one the server controls goes.
-	sets, err := r.serverStatefulSets(ctx, server)
-	if err != nil {
+	if _, err := r.observe(ctx, scope); err != nil {
 		return ctrl.Result{}, err
 	}
+	sets := scope.observed.controlledStatefulSets(server)
 	for i := range sets {
 		entries = mergeEntries(entries, []embedopsv1.ResourceRef{inventoryRef(sets[i].Namespace, sets[i].Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))})
 	}

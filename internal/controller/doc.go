@@ -2,7 +2,8 @@
 // with the ModelCacheBinding reconciler (package binding) and their shared
 // ledger on a manager (SetupReconcilers, Run). Its rooms:
 //   - this package: the server reconcile, phase by phase (reconciler.go lists
-//     them): what to apply, delete and report, decided here and written
+//     them): observe reads what the cache shows of the server once, then
+//     the phases decide what to apply, delete and report, and write it
 //     through act;
 //   - act: every write of the server reconcile outside the ledger (its
 //     children, populate Jobs, claims' labels, the finalizer and status);
@@ -104,7 +105,11 @@
 //     which are never overwritten: a pod reporting another commit is a
 //     ResolvedCommitMismatch Warning event and a note in ModelReady.
 //
-// Reads come from the informer cache. A steady reconcile (nothing changed)
+// Reads come from the informer cache, in one step, the first phase
+// (observe: the named children, the StatefulSets and pods with the
+// server's owner labels, the namespace's labelled claims and populate
+// Jobs); no phase reads the cache after a write of its own reconcile. The
+// ledger reads its bindings itself. A steady reconcile (nothing changed)
 // therefore makes no request but the status patch acknowledging a
 // reconcile.fluxcd.io/requestedAt (and the token Secret's Get, below),
 // however many bindings and Released records the namespace holds. The

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,7 +38,7 @@ func (r *EmbeddingServerReconciler) factsOf(ctx context.Context, scope *serverSc
 	return facts, nil
 }
 
-// serviceHasIPv6 reports whether the server's Service, as the cache holds
+// serviceHasIPv6 reports whether the server's Service, as observe saw
 // it, lists IPv6 in spec.ipFamilies. Before the Service exists it predicts
 // what the API server will give it: the builder sets neither ipFamilies
 // nor ipFamilyPolicy, so the Service is SingleStack in the cluster's
@@ -47,16 +46,10 @@ func (r *EmbeddingServerReconciler) factsOf(ctx context.Context, scope *serverSc
 // initIPFamilyFields), which is the kubernetes Service's. So a new server's
 // StatefulSet is built once with the address TEI must listen on.
 func (r *EmbeddingServerReconciler) serviceHasIPv6(ctx context.Context, scope *serverScope) (bool, error) {
-	service := &corev1.Service{}
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(scope.server), service)
-	switch {
-	case err == nil:
+	if service := scope.observed.service; service != nil {
 		return hasIPv6(service), nil
-	case apierrors.IsNotFound(err):
-		return r.primaryFamily.isIPv6(ctx, r.apiReader)
-	default:
-		return false, fmt.Errorf("reading the Service: %w", err)
 	}
+	return r.primaryFamily.isIPv6(ctx, r.apiReader)
 }
 
 // hasIPv6 reports whether the Service has IPv6 among its families.

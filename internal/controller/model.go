@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
@@ -69,15 +68,7 @@ func (r *EmbeddingServerReconciler) reconcileModel(ctx context.Context, scope *s
 	if scope.cache.Mode == embedopsv1.CacheModeShared {
 		return ctrl.Result{}, nil // reconcilePopulate reported the shared cache.
 	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
-		client.MatchingLabels{
-			embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace,
-			embedopsv1.CacheBindingLabel: scope.cache.Binding,
-		}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
-	}
-	report, ok := modelReportOf(pods.Items, scope.binding.Status.Realized)
+	report, ok := modelReportOf(scope.observed.podsMounting(scope.cache.Binding), scope.binding.Status.Realized)
 	if !ok {
 		if server.GetReplicas() > 0 {
 			conditions.MarkFalse(server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadingReason,

@@ -141,10 +141,8 @@ func (r *EmbeddingServerReconciler) jobPodWaiting(ctx context.Context, job *batc
 // first server's request is the binding's.
 func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serverScope) (*batchv1.Job, error) {
 	key := types.NamespacedName{Namespace: scope.binding.Namespace, Name: builder.PopulateJobName(scope.binding.Name)}
-	job := &batchv1.Job{}
-	err := r.client.Get(ctx, key, job)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return job, client.IgnoreNotFound(err)
+	if job, ok := scope.observed.jobs[key.Name]; ok {
+		return job, nil
 	}
 	facts, err := r.factsOf(ctx, scope)
 	if err != nil {

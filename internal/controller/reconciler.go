@@ -135,6 +135,9 @@ type EmbeddingServerReconciler struct {
 type serverScope struct {
 	// server is the object being reconciled; phases change its status.
 	server *embedopsv1.EmbeddingServer
+	// observed is what the cache showed of the server; set by observe,
+	// the first phase, and only read after it.
+	observed *observed
 	// readyBefore and phaseBefore are the fetched Ready condition and phase,
 	// so events mark transitions only.
 	readyBefore *metav1.Condition
@@ -154,8 +157,8 @@ type serverScope struct {
 	// statefulSetName names the StatefulSet of the desired pod template;
 	// set by buildChildren (see statefulSetNameFor).
 	statefulSetName string
-	// statefulSets are the StatefulSets the server controls, as the cache
-	// showed them to buildChildren.
+	// statefulSets are the StatefulSets the server controls, as observe
+	// saw them.
 	statefulSets []appsv1.StatefulSet
 	// rollout is the storage change in progress, nil when only the desired
 	// StatefulSet exists; set by applyChildren.
@@ -292,6 +295,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return r.reconcileDelete(ctx, scope)
 	}
 	return r.runPhases(ctx, scope, []phase{
+		{"observe", r.observe},
 		{"finalizer", r.reconcileFinalizer},
 		{"request", r.reconcileRequest},
 		{"accept", r.reconcileAccepted},

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,35 +49,26 @@ func (r *EmbeddingServerReconciler) replaceStatefulSet(ctx context.Context, scop
 // a StatefulSet other than the one that exists (and not yet seen gone).
 // Pods of the old StatefulSets of a storage change (planStorageRollout)
 // have other names, serve meanwhile and do not hold it.
-func (r *EmbeddingServerReconciler) waitForReplacedPods(ctx context.Context, scope *serverScope) (bool, error) {
+func (r *EmbeddingServerReconciler) waitForReplacedPods(scope *serverScope) bool {
 	server := scope.server
 	name := cmp.Or(scope.statefulSetName, server.Name)
 	current := types.UID("")
-	statefulSet := &appsv1.StatefulSet{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name}, statefulSet)
-	switch {
-	case err == nil && !r.rollouts.isReplaced(server.UID, statefulSet.UID):
+	if statefulSet := scope.observed.statefulSet(name); statefulSet != nil && !r.rollouts.isReplaced(server.UID, statefulSet.UID) {
 		current = statefulSet.UID
-	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("reading the StatefulSet: %w", err)
 	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
-		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
-		return false, fmt.Errorf("listing pods: %w", err)
-	}
+	pods := scope.observed.pods
 	left := 0
-	for i := range pods.Items {
-		owner := metav1.GetControllerOfNoCopy(&pods.Items[i])
+	for i := range pods {
+		owner := metav1.GetControllerOfNoCopy(&pods[i])
 		if owner != nil && owner.Kind == "StatefulSet" && owner.Name == name && owner.UID != current {
 			left++
 		}
 	}
 	if left == 0 {
-		return false, nil
+		return false
 	}
 	r.holdForReplacement(scope, fmt.Sprintf("waiting for %d pods of the replaced StatefulSet to go", left))
-	return true, nil
+	return true
 }
 
 // holdForReplacement reports a StatefulSet being replaced on Ready and

@@ -13,11 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -79,14 +77,7 @@ func (r *EmbeddingServerReconciler) stallAndPoll(scope *serverScope, reason stri
 // and sets Ready; it waits while pods are not ready.
 func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
-	statefulSet := &appsv1.StatefulSet{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: server.Namespace, Name: cmp.Or(scope.statefulSetName, server.Name)}, statefulSet)
-	switch {
-	case apierrors.IsNotFound(err):
-		statefulSet = nil
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet: %w", err)
-	}
+	statefulSet := scope.observed.statefulSet(cmp.Or(scope.statefulSetName, server.Name))
 	server.Status.URL = serviceURL(scope.service, r.clusterDomain)
 	server.Status.EndpointCheck = endpointCheckState(r.endpointCheck)
 	if !r.endpointCheck || server.GetReplicas() == 0 {
@@ -122,20 +113,16 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 // reconcileDiagnostics replaces Ready=False Initializing by what the pods
 // report, when one of them is failing; a pod that waits only for its claims
 // to bind is not failing (scope.claimsWait).
-func (r *EmbeddingServerReconciler) reconcileDiagnostics(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+func (r *EmbeddingServerReconciler) reconcileDiagnostics(_ context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	if conditions.IsTrue(server, embedopsv1.ReadyCondition) {
 		return ctrl.Result{}, nil
 	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
-		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
-	}
-	if found := diagnose.Pods(pods.Items); found != nil {
+	pods := scope.observed.pods
+	if found := diagnose.Pods(pods); found != nil {
 		conditions.MarkFalse(server, embedopsv1.ReadyCondition, found.Reason, "%s", found.Message+surgeAdvice(scope, found))
 	} else {
-		scope.claimsWait = diagnose.WaitingForClaims(pods.Items)
+		scope.claimsWait = diagnose.WaitingForClaims(pods)
 	}
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }

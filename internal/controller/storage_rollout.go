@@ -36,22 +36,6 @@ func storageLabelOf(template *corev1.PodTemplateSpec) string {
 	return template.Labels[embedopsv1.CacheBindingLabel]
 }
 
-// serverStatefulSets are the StatefulSets the cache shows controlled by
-// the server, sorted by name.
-func (r *EmbeddingServerReconciler) serverStatefulSets(ctx context.Context, server *embedopsv1.EmbeddingServer) ([]appsv1.StatefulSet, error) {
-	var list appsv1.StatefulSetList
-	if err := r.client.List(ctx, &list, client.InNamespace(server.Namespace),
-		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
-		return nil, fmt.Errorf("listing the server's StatefulSets: %w", err)
-	}
-	sets := slices.DeleteFunc(list.Items, func(sts appsv1.StatefulSet) bool {
-		owner := metav1.GetControllerOfNoCopy(&sts)
-		return owner == nil || owner.UID != server.UID
-	})
-	slices.SortFunc(sets, func(a, b appsv1.StatefulSet) int { return strings.Compare(a.Name, b.Name) })
-	return sets, nil
-}
-
 // statefulSetNameFor names the StatefulSet that runs the desired pod
 // template: a PerReplica binding's recorded one (its claims carry the
 // name), else the server's StatefulSet that already mounts the same
@@ -238,19 +222,13 @@ func podsGone(sts *appsv1.StatefulSet) bool {
 
 // storagesInUse are the storages the server's old StatefulSets and any of
 // its pods still mount: their bindings are not left until those are gone.
-func (r *EmbeddingServerReconciler) storagesInUse(ctx context.Context, scope *serverScope) ([]string, error) {
+func storagesInUse(scope *serverScope) []string {
 	var inUse []string
 	for i := range scope.statefulSets {
 		inUse = append(inUse, storageLabelOf(&scope.statefulSets[i].Spec.Template))
 	}
-	var pods corev1.PodList
-	server := scope.server
-	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace),
-		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	for i := range pods.Items {
-		inUse = append(inUse, pods.Items[i].Labels[embedopsv1.CacheBindingLabel])
+	for i := range scope.observed.pods {
+		inUse = append(inUse, scope.observed.pods[i].Labels[embedopsv1.CacheBindingLabel])
 	}
 	// The binding in use keeps its own storage; a binding it superseded,
 	// of the same storage, is handed over rather than left (ledger.Leave).
@@ -259,7 +237,7 @@ func (r *EmbeddingServerReconciler) storagesInUse(ctx context.Context, scope *se
 		current = decision.StorageName(scope.binding)
 	}
 	slices.Sort(inUse)
-	return slices.DeleteFunc(slices.Compact(inUse), func(s string) bool { return s == "" || s == current }), nil
+	return slices.DeleteFunc(slices.Compact(inUse), func(s string) bool { return s == "" || s == current })
 }
 
 // whyNewStorage says why the pods move to new volumes, from the decisions

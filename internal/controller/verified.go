@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,9 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,7 +72,7 @@ func (v *verifiedChildren) appliedGeneration(server types.UID) int64 {
 // is in the cache exactly as the last unchanged apply found it; else, when
 // the cache only lacks children that apply created a moment ago, how long
 // to wait for it (behind).
-func (r *EmbeddingServerReconciler) childrenUnchanged(ctx context.Context, server *embedopsv1.EmbeddingServer, named []embedopsv1.ResourceRef) (unchanged bool, behind time.Duration, err error) {
+func (r *EmbeddingServerReconciler) childrenUnchanged(server *embedopsv1.EmbeddingServer, seen *observed, named []embedopsv1.ResourceRef) (unchanged bool, behind time.Duration, err error) {
 	value, ok := r.verified.states.Load(server.UID)
 	if !ok {
 		return false, 0, nil
@@ -84,7 +81,7 @@ func (r *EmbeddingServerReconciler) childrenUnchanged(ctx context.Context, serve
 	if len(named) != len(state.cached) {
 		return false, 0, nil
 	}
-	cached, missing, err := r.cachedChildren(ctx, named)
+	cached, missing, err := cachedChildren(seen, named)
 	if err != nil {
 		return false, 0, err
 	}
@@ -126,7 +123,7 @@ func (r *EmbeddingServerReconciler) desiredUnchanged(server types.UID, children 
 // has caught up). An apply that changed an existing child, or a cache that
 // differs from that read, leaves nothing remembered, so the next reconcile
 // checks in full.
-func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *serverScope, changes *ssa.ChangeSet) error {
+func (r *EmbeddingServerReconciler) rememberApply(scope *serverScope, changes *ssa.ChangeSet) error {
 	server := scope.server
 	r.verified.forget(server.UID)
 	for _, entry := range changes.Entries {
@@ -151,7 +148,7 @@ func (r *EmbeddingServerReconciler) rememberApply(ctx context.Context, scope *se
 			return err
 		}
 	}
-	cached, missing, err := r.cachedChildren(ctx, found)
+	cached, missing, err := cachedChildren(scope.observed, found)
 	if err != nil || len(missing) > 0 {
 		return err
 	}
@@ -187,29 +184,17 @@ type cachedChild struct {
 	digest, resourceVersion string
 }
 
-// cachedChildren reads the children from the cache and returns their
-// digests and resourceVersions by inventory ID, and the IDs of those it
-// does not hold.
-func (r *EmbeddingServerReconciler) cachedChildren(ctx context.Context, refs []embedopsv1.ResourceRef) (map[string]cachedChild, []string, error) {
+// cachedChildren are the digests and resourceVersions of the children refs
+// name, as observe saw them, by inventory ID, and the IDs of those the
+// cache did not hold.
+func cachedChildren(seen *observed, refs []embedopsv1.ResourceRef) (map[string]cachedChild, []string, error) {
 	children := make(map[string]cachedChild, len(refs))
 	var missing []string
 	for _, ref := range refs {
-		id, err := object.ParseObjMetadata(ref.ID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("parsing child %q: %w", ref.ID, err)
-		}
-		typed, err := r.scheme.New(id.GroupKind.WithVersion(ref.Version))
-		if err != nil {
-			return nil, nil, fmt.Errorf("child %q: %w", ref.ID, err)
-		}
-		child := typed.(client.Object)
-		err = r.client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, child)
-		if apierrors.IsNotFound(err) {
+		child, ok := seen.child(ref.ID)
+		if !ok {
 			missing = append(missing, ref.ID)
 			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading %s %s from the cache: %w", id.GroupKind.Kind, id.Name, err)
 		}
 		digest, err := childDigest(child)
 		if err != nil {

@@ -1,0 +1,183 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fluxcd/cli-utils/pkg/object"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+)
+
+// observed is what a reconcile reads from the informer cache, in one step
+// before it writes anything (observe): the children the spec names, the
+// StatefulSets and pods that carry the server's owner labels, the
+// namespace's labelled claims and populate Jobs. The phases decide from
+// it and never read the cache again: what a write of this reconcile
+// changed is known from the write's answer (rollouts, scope.created), not
+// from a read after it, which the cache would answer late anyway.
+//
+// What is not here is read where a race or a missing watch needs it,
+// uncached (the doc of this package lists those reads), or by the ledger,
+// whose bindings are its own.
+type observed struct {
+	// statefulSets carry the server's owner labels, sorted by name; some
+	// may be controlled by another object (see controlledStatefulSets).
+	statefulSets []appsv1.StatefulSet
+	// pods carry the server's owner labels.
+	pods []corev1.Pod
+	// children are the children the spec names (namedChildren) that the
+	// cache holds, by inventory ID.
+	children map[string]client.Object
+	// service is the client Service under the server's name; nil when the
+	// cache has none.
+	service *corev1.Service
+	// claims are the namespace's claims embedops labels, by name.
+	claims map[string]*corev1.PersistentVolumeClaim
+	// jobs are the namespace's populate Jobs, by name.
+	jobs map[string]*batchv1.Job
+}
+
+// observe reads the observed snapshot of the server from the cache.
+func (r *EmbeddingServerReconciler) observe(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	server := scope.server
+	owned := client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}
+	seen := &observed{}
+	var sets appsv1.StatefulSetList
+	if err := r.client.List(ctx, &sets, client.InNamespace(server.Namespace), owned); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the server's StatefulSets: %w", err)
+	}
+	seen.statefulSets = sets.Items
+	slices.SortFunc(seen.statefulSets, func(a, b appsv1.StatefulSet) int { return strings.Compare(a.Name, b.Name) })
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), owned); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
+	}
+	seen.pods = pods.Items
+	var err error
+	if seen.children, err = r.observeChildren(ctx, namedChildren(server)); err != nil {
+		return ctrl.Result{}, err
+	}
+	seen.service, _ = seen.children[inventoryRef(server.Namespace, server.Name, corev1.SchemeGroupVersion.WithKind("Service")).ID].(*corev1.Service)
+	if seen.claims, err = r.observeClaims(ctx, server.Namespace); err != nil {
+		return ctrl.Result{}, err
+	}
+	if seen.jobs, err = r.observeJobs(ctx, server.Namespace); err != nil {
+		return ctrl.Result{}, err
+	}
+	scope.observed = seen
+	return ctrl.Result{}, nil
+}
+
+// observeChildren reads the children refs name from the cache, by
+// inventory ID; a child the cache does not hold is left out.
+func (r *EmbeddingServerReconciler) observeChildren(ctx context.Context, refs []embedopsv1.ResourceRef) (map[string]client.Object, error) {
+	children := make(map[string]client.Object, len(refs))
+	for _, ref := range refs {
+		id, err := object.ParseObjMetadata(ref.ID)
+		if err != nil {
+			return nil, fmt.Errorf("parsing child %q: %w", ref.ID, err)
+		}
+		typed, err := r.scheme.New(id.GroupKind.WithVersion(ref.Version))
+		if err != nil {
+			return nil, fmt.Errorf("child %q: %w", ref.ID, err)
+		}
+		child := typed.(client.Object)
+		err = r.client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, child)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading %s %s from the cache: %w", id.GroupKind.Kind, id.Name, err)
+		}
+		children[ref.ID] = child
+	}
+	return children, nil
+}
+
+// child is the observed child with inventory ID id: one the spec names, or
+// a StatefulSet with the server's owner labels; false when the cache held
+// none.
+func (o *observed) child(id string) (client.Object, bool) {
+	if child, ok := o.children[id]; ok {
+		return child, true
+	}
+	meta, err := object.ParseObjMetadata(id)
+	if err != nil || meta.GroupKind != statefulSetKind {
+		return nil, false
+	}
+	if sts := o.statefulSet(meta.Name); sts != nil {
+		return sts, true
+	}
+	return nil, false
+}
+
+// observeClaims lists the namespace's claims embedops labels, by name.
+func (r *EmbeddingServerReconciler) observeClaims(ctx context.Context, namespace string) (map[string]*corev1.PersistentVolumeClaim, error) {
+	var claims corev1.PersistentVolumeClaimList
+	if err := r.client.List(ctx, &claims, client.InNamespace(namespace), client.MatchingLabels{embedopsv1.NamespaceLabel: namespace}); err != nil {
+		return nil, fmt.Errorf("listing claims: %w", err)
+	}
+	byName := make(map[string]*corev1.PersistentVolumeClaim, len(claims.Items))
+	for i := range claims.Items {
+		byName[claims.Items[i].Name] = &claims.Items[i]
+	}
+	return byName, nil
+}
+
+// observeJobs lists the namespace's populate Jobs, by name.
+func (r *EmbeddingServerReconciler) observeJobs(ctx context.Context, namespace string) (map[string]*batchv1.Job, error) {
+	var jobs batchv1.JobList
+	if err := r.client.List(ctx, &jobs, client.InNamespace(namespace), client.HasLabels{embedopsv1.PopulatesLabel}); err != nil {
+		return nil, fmt.Errorf("listing populate Jobs: %w", err)
+	}
+	byName := make(map[string]*batchv1.Job, len(jobs.Items))
+	for i := range jobs.Items {
+		byName[jobs.Items[i].Name] = &jobs.Items[i]
+	}
+	return byName, nil
+}
+
+// statefulSet is the observed StatefulSet named name; nil when there is
+// none.
+func (o *observed) statefulSet(name string) *appsv1.StatefulSet {
+	for i := range o.statefulSets {
+		if o.statefulSets[i].Name == name {
+			return &o.statefulSets[i]
+		}
+	}
+	return nil
+}
+
+// controlledStatefulSets are the observed StatefulSets the server
+// controls, sorted by name.
+func (o *observed) controlledStatefulSets(server *embedopsv1.EmbeddingServer) []appsv1.StatefulSet {
+	var sets []appsv1.StatefulSet
+	for _, sts := range o.statefulSets {
+		if owner := metav1.GetControllerOfNoCopy(&sts); owner != nil && owner.UID == server.UID {
+			sets = append(sets, sts)
+		}
+	}
+	return sets
+}
+
+// podsMounting are the observed pods that mount storage (their
+// cache-binding label).
+func (o *observed) podsMounting(storage string) []corev1.Pod {
+	var pods []corev1.Pod
+	for _, pod := range o.pods {
+		if pod.Labels[embedopsv1.CacheBindingLabel] == storage {
+			pods = append(pods, pod)
+		}
+	}
+	return pods
+}

@@ -70,10 +70,13 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		scope.resolvedCommit = realized.ResolvedCommit
 	}
 	result := pendingSourceRequeue(server, r.progressInterval)
-	if bound.ReferenceWait > 0 && (result.RequeueAfter == 0 || bound.ReferenceWait < result.RequeueAfter) {
-		// The pods' scheduling wakes the server once the claims bind; this
-		// is the latest the reference is written.
-		result.RequeueAfter = jitter(bound.ReferenceWait)
+	if bound.ReferenceWait > 0 {
+		// The pods' scheduling usually wakes the server once the claims
+		// bind, but their events may all come before the cache shows a
+		// claim Bound (another watch), and a Ready server asks for no
+		// other requeue: it looks again every progress interval, and at
+		// the latest when the wait ends.
+		result = sooner(result, jitter(min(bound.ReferenceWait, r.progressInterval)))
 	}
 	return result, r.reportCacheReady(ctx, server, bound.Binding, scope.observed.claims)
 }

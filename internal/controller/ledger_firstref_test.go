@@ -60,6 +60,41 @@ func TestANewServerReferencesItsBindingOnceItsClaimsAreBound(t *testing.T) {
 	g.Expect(readBinding(t, g, c, bound.Binding).ResourceVersion).To(Equal(written.ResourceVersion), "the binding controller writes nothing more")
 }
 
+// A new server that waits for its claims to bind before it references its
+// binding looks again every progress interval, also once it is Ready. Its
+// pods' scheduling usually wakes it, but the pods' events and the claim's
+// come through different watches: when all of the pods' come first, the
+// cache still shows the claim Pending, and nothing else wakes a Ready
+// server before the wait ends (make bench saw one server of 200 wait out
+// the 5 minutes).
+func TestAReadyServerWaitingForItsClaimsLooksAgainEveryProgressInterval(t *testing.T) {
+	t.Parallel()
+	g := newG(t)
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace, func(o *ManagerOptions) {
+		o.EmbeddingServer.ProgressInterval = time.Second
+		o.ModelCacheBinding.FirstReferenceWait = time.Hour
+	})
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
+	sts := waitForStatefulSet(t, g, key)
+	markStatefulSetReady(t, g, key)
+	waitForCondition(t, g, key, embedopsv1.ReadyCondition, metav1.ConditionTrue, embedopsv1.AvailableReason)
+	bindings := listBindings(t, g, namespace)
+	g.Expect(bindings).To(HaveLen(1))
+	waiting := bindings[0]
+	g.Expect(waiting.Status.Phase).To(BeEmpty(), "the first reference waits for the claim")
+
+	for name := range claimsFromTemplate(t, g, sts, waiting.Spec.Resources.PersistentVolumeClaimNames) {
+		setClaimPhase(t, g, cacheClaim(namespace, name), corev1.ClaimBound)
+	}
+	server := getServer(t, g, key)
+	g.Eventually(func(g Gomega) {
+		binding := getBinding(t, g, namespace, waiting.Name)
+		g.Expect(decision.HasReference(binding, server.UID)).To(BeTrue())
+		g.Expect(conditions.GetReason(binding, embedopsv1.ReadyCondition)).To(Equal(embedopsv1.BoundReason))
+	}).Should(Succeed(), "the server looks again long before the wait ends")
+}
+
 // Past the wait, or for a binding whose claim the binding controller makes
 // (Shared), the first reference is written at once, with the claims as
 // they are.

@@ -46,7 +46,8 @@ func firstReferenceWaitOf(wait time.Duration) time.Duration {
 // status, and nothing writes it again. So the server that created a
 // PerReplica binding for its first storage waits, up to the wait, for the
 // claims its StatefulSet makes to be Bound (read from the cache; its pods'
-// scheduling wakes it; decision.FirstReferenceWindow says when it may).
+// scheduling usually wakes it, and it looks again every progress interval
+// meanwhile; decision.FirstReferenceWindow says when it may).
 // Meanwhile the binding controller leaves the binding
 // to its creator for as long as the creator exists, and a creator that
 // leaves it, deleted or on another decision, writes its first status

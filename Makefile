@@ -334,31 +334,34 @@ $(CONTROLLER_GEN): test/tools/codegen/go.mod test/tools/codegen/go.sum
 $(GOLANGCI_LINT): test/tools/lint/go.mod test/tools/lint/go.sum
 	$(call build-tool,lint,github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
 
+# The CRD directories are written beside the target and moved into place; a
+# stale one (a fresh checkout's go.mod is newer than a cached bin/) is
+# replaced, not moved into.
 $(BIN)/crds/flux: test/tools/flux/go.mod
 	@mkdir -p $@.tmp
 	for module in github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller; do \
 		dir=$$(cd test/tools/flux && go mod download $$module && go list -m -f '{{.Dir}}' $$module); \
 		install -m 0644 $$dir/config/crd/bases/*.yaml $@.tmp/; \
 	done
-	mv $@.tmp $@
+	rm -rf $@ && mv $@.tmp $@
 
 $(BIN)/crds/helm: test/tools/helm/go.mod
 	@mkdir -p $@.tmp
 	dir=$$(cd test/tools/helm && go mod download github.com/fluxcd/helm-controller && go list -m -f '{{.Dir}}' github.com/fluxcd/helm-controller); \
 		install -m 0644 $$dir/config/crd/bases/*.yaml $@.tmp/
-	mv $@.tmp $@
+	rm -rf $@ && mv $@.tmp $@
 
 $(BIN)/crds/argocd:
 	@mkdir -p $@.tmp
 	dir=$$(go mod download -json $(ARGOCD_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
 		install -m 0644 $$dir/manifests/crds/*-crd.yaml $@.tmp/
-	mv $@.tmp $@
+	rm -rf $@ && mv $@.tmp $@
 
 $(BIN)/crds/argocd-run: test/tools/argocd/go.mod
 	@mkdir -p $@.tmp
 	dir=$$(cd test/tools/argocd && go mod download github.com/argoproj/argo-cd/v2 && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v2); \
 		install -m 0644 $$dir/manifests/crds/*-crd.yaml $@.tmp/
-	mv $@.tmp $@
+	rm -rf $@ && mv $@.tmp $@
 
 .PHONY: clean-tools
 clean-tools: ## Remove the built test binaries.

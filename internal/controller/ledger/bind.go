@@ -62,17 +62,15 @@ func StatefulSetAbsent() BindOption {
 
 // Bind finds or creates the Active binding of the server's decision d,
 // references it and adds the claims of the server's current replicas. The
-// binding is chosen from reads alone (choose), then written (carryOut).
+// binding is chosen from reads alone (choose), then written (carryOut);
+// when the plan is only the first reference the binding in use is owed,
+// the binding is chosen again from what that write left.
 func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc, opts ...BindOption) (Bound, error) {
 	var options bindOptions
 	for _, opt := range opts {
 		opt(&options)
 	}
-	plan, err := l.choose(ctx, server, d, source, options)
-	if err != nil {
-		return Bound{}, err
-	}
-	binding, created, err := l.carryOut(ctx, server, d, plan)
+	binding, created, err := l.chooseAndCarryOut(ctx, server, d, source, options)
 	if err != nil {
 		return Bound{}, err
 	}
@@ -99,27 +97,37 @@ func (l *Ledger) Bind(ctx context.Context, server *embedopsv1.EmbeddingServer, d
 	return Bound{Binding: binding, Created: created, ReferenceWait: wait}, nil
 }
 
-// carryOut writes what choose decided, in order: the first reference the
-// server owes the binding in use, the predecessor's hand-over mark, the new
-// binding. Each write carries the resourceVersion its object was read at,
-// so a binding that changed since choose read it is a Conflict, and the
-// reconcile chooses again. It returns the binding the server uses and
-// whether it created it.
-func (l *Ledger) carryOut(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, plan bindPlan) (*embedopsv1.ModelCacheBinding, bool, error) {
-	if plan.use != nil {
-		return plan.use, false, nil
-	}
-	if plan.firstReference != nil {
+// chooseAndCarryOut chooses the binding of d and writes the plan; a plan
+// that is only a first reference is chosen again once it is written, from
+// fresh reads: the reference changed what the choice read (its phase and
+// references), and a write that retried a Conflict read the binding anew.
+func (l *Ledger) chooseAndCarryOut(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, source SourceFunc, options bindOptions) (*embedopsv1.ModelCacheBinding, bool, error) {
+	for range 2 {
+		plan, err := l.choose(ctx, server, d, source, options)
+		if err != nil {
+			return nil, false, err
+		}
+		if plan.firstReference == nil {
+			return l.carryOut(ctx, server, d, plan)
+		}
 		if _, err := l.reference(ctx, server, plan.firstReference, false, false); err != nil {
 			return nil, false, err
 		}
 	}
+	return nil, false, fmt.Errorf("the binding the server uses still awaits its first reference after it was written")
+}
+
+// carryOut writes what choose decided, in order: the predecessor's
+// hand-over mark, then the new binding. The mark is an update with the
+// resourceVersion the predecessor was read at, so a predecessor changed
+// since choose read it is a Conflict and the next reconcile chooses again;
+// the create fails on a name taken since (create). It returns the binding
+// the server uses and whether it created it.
+func (l *Ledger) carryOut(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision, plan bindPlan) (*embedopsv1.ModelCacheBinding, bool, error) {
+	if plan.use != nil {
+		return plan.use, false, nil
+	}
 	if predecessor := plan.predecessor; predecessor != nil {
-		if !decision.Supersedable(predecessor, server.UID) {
-			// The first reference found another server's beside it: the
-			// storage is not this server's alone to hand over.
-			return nil, false, fmt.Errorf("binding %s gained another reference before its hand-over", predecessor.Name)
-		}
 		if err := l.markHandingOver(ctx, predecessor, plan.create.Name); err != nil {
 			return nil, false, err
 		}

@@ -30,8 +30,9 @@ type bindPlan struct {
 	predecessor *embedopsv1.ModelCacheBinding
 	// firstReference is the binding the server's children use, when it
 	// awaits the server's first reference (decision.AwaitsFirstReference)
-	// and choose looked for a predecessor: carryOut writes that reference
-	// before anything else, whether or not the binding is handed over.
+	// and choose looked for a predecessor: then it is the whole plan. The
+	// reference is owed whatever the new decision, and what the binding
+	// is handed over to is chosen once it is written (chooseAndCarryOut).
 	firstReference *embedopsv1.ModelCacheBinding
 }
 
@@ -73,8 +74,8 @@ func (r *reads) choose(ctx context.Context, server *embedopsv1.EmbeddingServer, 
 		return bindPlan{}, err
 	}
 	predecessor, firstReference, err := r.predecessor(ctx, server, d)
-	if err != nil {
-		return bindPlan{}, err
+	if err != nil || firstReference != nil {
+		return bindPlan{firstReference: firstReference}, err
 	}
 	if predecessor != nil && predecessor.Name == name {
 		return bindPlan{}, fmt.Errorf("binding %s cannot supersede itself", name)
@@ -83,7 +84,7 @@ func (r *reads) choose(ctx context.Context, server *embedopsv1.EmbeddingServer, 
 	if err != nil {
 		return bindPlan{}, err
 	}
-	return bindPlan{create: create, predecessor: predecessor, firstReference: firstReference}, nil
+	return bindPlan{create: create, predecessor: predecessor}, nil
 }
 
 // nextBindingName is the name of a new binding of base: suffix 1 when no

@@ -16,13 +16,15 @@
 //
 // Bind reads, then writes. choose decides, from reads alone, which binding
 // a server's decision goes to: one it may use, or a new one with its name,
-// its source, its storage (a predecessor's, or its own placed beside a
-// serving StatefulSet) and the first reference the server owes the
-// binding in use. choose is a method of reads, which holds client.Readers
-// only (TestReadsHoldNoWriter), so it cannot write. carryOut then writes
-// that plan, each write with the resourceVersion its object was read at:
-// a binding that changed since choose read it is a Conflict, and the
-// reconcile chooses again.
+// its source, and its storage (a predecessor's, or its own placed beside a
+// serving StatefulSet). choose is a method of reads, which holds
+// client.Readers only (TestReadsHoldNoWriter; the SourceFunc it calls
+// resolves provenance with reads), so it cannot write. carryOut then writes
+// the plan: the predecessor's mark, an update with the resourceVersion it
+// was read at (a predecessor changed since is a Conflict, and the next
+// reconcile chooses again), and the create. A binding in use that awaits
+// the server's first reference is a plan of its own: the reference is
+// written first, and the binding is chosen again from what it left.
 //
 // Other invariants:
 //   - A reference is added only after an uncached read (or the answer to a

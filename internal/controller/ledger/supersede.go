@@ -27,10 +27,10 @@ const predecessorWait = 30 * time.Second
 // followed along the successors it references), when d differs from it
 // only where the storage can follow (takesOver) and the server may hand it
 // over (decision.Supersedable). nil means the new binding gets storage of
-// its own. firstReference is the binding in use when it awaits the
-// server's first reference (decision.AwaitsFirstReference): carryOut writes
-// that reference first, and the binding is judged as the reference leaves
-// it, referenced by this server alone.
+// its own. When the binding in use still awaits the server's first
+// reference (decision.AwaitsFirstReference), it is returned as
+// firstReference instead, undecided: the reference is written first, and
+// the binding is judged as it leaves it.
 func (r *reads) predecessor(ctx context.Context, server *embedopsv1.EmbeddingServer, d *decision.Decision) (predecessor, firstReference *embedopsv1.ModelCacheBinding, err error) {
 	name, err := r.bindingInUse(ctx, server)
 	if err != nil {
@@ -38,15 +38,17 @@ func (r *reads) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSer
 	}
 	for range decision.MaxBindingSuffix {
 		if name == "" {
-			return nil, firstReference, nil
+			return nil, nil, nil
 		}
 		binding, err := r.read(ctx, types.NamespacedName{Namespace: server.Namespace, Name: name})
 		if err != nil || binding == nil {
-			return nil, firstReference, err
+			return nil, nil, err
 		}
-		awaiting := decision.AwaitsFirstReference(binding, server.UID)
-		if awaiting {
-			firstReference = binding
+		if decision.AwaitsFirstReference(binding, server.UID) {
+			// The server's first storage, whose reference waits for its
+			// claims (firstReferenceWait): referenced now, it may be
+			// handed over as any binding the server alone uses.
+			return nil, binding, nil
 		}
 		successor, err := r.successorOf(ctx, binding)
 		switch {
@@ -56,19 +58,19 @@ func (r *reads) predecessor(ctx context.Context, server *embedopsv1.EmbeddingSer
 			name = successor.Name
 			continue
 		case successor != nil:
-			return nil, firstReference, nil
+			return nil, nil, nil
 		}
 		// A binding of d itself is the server's to use, not to supersede: the
 		// cache did not show it yet. A server moved to another shard keeps no
 		// storage of the old one.
-		if !awaiting && !decision.Supersedable(binding, server.UID) || decision.MatchesDecision(binding, d) ||
+		if !decision.Supersedable(binding, server.UID) || decision.MatchesDecision(binding, d) ||
 			!decision.SameShard(binding.Labels, server.Labels, r.shardKeys) {
-			return nil, firstReference, nil
+			return nil, nil, nil
 		}
 		predecessor, err := r.takesOver(ctx, server, binding, d)
-		return predecessor, firstReference, err
+		return predecessor, nil, err
 	}
-	return nil, firstReference, nil
+	return nil, nil, nil
 }
 
 // takesOver returns binding when a new binding of d takes over its storage

@@ -398,10 +398,11 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	entries := deletableEntries(server)
 	// A StatefulSet a rollout started may be missing from the inventory (a
 	// crash before the status patch): every one the server controls goes.
-	if _, err := r.observe(ctx, scope); err != nil {
+	observed, err := r.observeStatefulSets(ctx, server)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	sets := scope.observed.controlledStatefulSets(server)
+	sets := controlledBy(server, observed)
 	for i := range sets {
 		entries = mergeEntries(entries, []embedopsv1.ResourceRef{inventoryRef(sets[i].Namespace, sets[i].Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))})
 	}

@@ -107,9 +107,11 @@
 //
 // Reads come from the informer cache, in one step, the first phase
 // (observe: the named children, the StatefulSets and pods with the
-// server's owner labels, the namespace's labelled claims and populate
-// Jobs); no phase reads the cache after a write of its own reconcile. The
-// ledger reads its bindings itself. A steady reconcile (nothing changed)
+// server's owner labels, the namespace's labelled claims); what a write of
+// the reconcile changed is known from its answer, never from the cache.
+// Later cached reads are of what no earlier write touched: the ledger's
+// bindings, the chosen binding's populate Job, the bindings whyNewStorage
+// names. A steady reconcile (nothing changed)
 // therefore makes no request but the status patch acknowledging a
 // reconcile.fluxcd.io/requestedAt (and the token Secret's Get, below),
 // however many bindings and Released records the namespace holds. The

@@ -8,7 +8,6 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/object"
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,15 +19,20 @@ import (
 
 // observed is what a reconcile reads from the informer cache, in one step
 // before it writes anything (observe): the children the spec names, the
-// StatefulSets and pods that carry the server's owner labels, the
-// namespace's labelled claims and populate Jobs. The phases decide from
-// it and never read the cache again: what a write of this reconcile
-// changed is known from the write's answer (rollouts, scope.created), not
-// from a read after it, which the cache would answer late anyway.
+// StatefulSets and pods that carry the server's owner labels, and, unless
+// the cache mode is None, the namespace's labelled claims. The phases
+// decide from it: what a write of this reconcile changed is known from the
+// write's answer (rollouts, scope.created), never from a cache read after
+// it, which the cache would answer late.
 //
-// What is not here is read where a race or a missing watch needs it,
-// uncached (the doc of this package lists those reads), or by the ledger,
-// whose bindings are its own.
+// Three cached reads come later, of what no write of the reconcile
+// touched before them: the ledger's reads of its bindings, the populate
+// Job of the binding chosen (by name, once it is chosen: the binding is
+// not known here, and listing every populate Job of the namespace at every
+// reconcile would cost more), and the bindings whyNewStorage names in a
+// rollout's message. What the cache cannot show is read uncached where a
+// race or a missing watch needs it (the doc of this package lists those
+// reads).
 type observed struct {
 	// statefulSets carry the server's owner labels, sorted by name; some
 	// may be controlled by another object (see controlledStatefulSets).
@@ -41,10 +45,9 @@ type observed struct {
 	// service is the client Service under the server's name; nil when the
 	// cache has none.
 	service *corev1.Service
-	// claims are the namespace's claims embedops labels, by name.
+	// claims are the namespace's claims embedops labels, by name; nil for
+	// cache mode None.
 	claims map[string]*corev1.PersistentVolumeClaim
-	// jobs are the namespace's populate Jobs, by name.
-	jobs map[string]*batchv1.Job
 }
 
 // observe reads the observed snapshot of the server from the cache.
@@ -52,30 +55,38 @@ func (r *EmbeddingServerReconciler) observe(ctx context.Context, scope *serverSc
 	server := scope.server
 	owned := client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}
 	seen := &observed{}
-	var sets appsv1.StatefulSetList
-	if err := r.client.List(ctx, &sets, client.InNamespace(server.Namespace), owned); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing the server's StatefulSets: %w", err)
+	var err error
+	if seen.statefulSets, err = r.observeStatefulSets(ctx, server); err != nil {
+		return ctrl.Result{}, err
 	}
-	seen.statefulSets = sets.Items
-	slices.SortFunc(seen.statefulSets, func(a, b appsv1.StatefulSet) int { return strings.Compare(a.Name, b.Name) })
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), owned); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
 	}
 	seen.pods = pods.Items
-	var err error
 	if seen.children, err = r.observeChildren(ctx, namedChildren(server)); err != nil {
 		return ctrl.Result{}, err
 	}
 	seen.service, _ = seen.children[inventoryRef(server.Namespace, server.Name, corev1.SchemeGroupVersion.WithKind("Service")).ID].(*corev1.Service)
-	if seen.claims, err = r.observeClaims(ctx, server.Namespace); err != nil {
-		return ctrl.Result{}, err
-	}
-	if seen.jobs, err = r.observeJobs(ctx, server.Namespace); err != nil {
-		return ctrl.Result{}, err
+	if server.Spec.Cache.Mode != embedopsv1.CacheModeNone {
+		if seen.claims, err = r.observeClaims(ctx, server.Namespace); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	scope.observed = seen
 	return ctrl.Result{}, nil
+}
+
+// observeStatefulSets lists the StatefulSets with the server's owner
+// labels from the cache, sorted by name.
+func (r *EmbeddingServerReconciler) observeStatefulSets(ctx context.Context, server *embedopsv1.EmbeddingServer) ([]appsv1.StatefulSet, error) {
+	var sets appsv1.StatefulSetList
+	if err := r.client.List(ctx, &sets, client.InNamespace(server.Namespace),
+		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+		return nil, fmt.Errorf("listing the server's StatefulSets: %w", err)
+	}
+	slices.SortFunc(sets.Items, func(a, b appsv1.StatefulSet) int { return strings.Compare(a.Name, b.Name) })
+	return sets.Items, nil
 }
 
 // observeChildren reads the children refs name from the cache, by
@@ -134,19 +145,6 @@ func (r *EmbeddingServerReconciler) observeClaims(ctx context.Context, namespace
 	return byName, nil
 }
 
-// observeJobs lists the namespace's populate Jobs, by name.
-func (r *EmbeddingServerReconciler) observeJobs(ctx context.Context, namespace string) (map[string]*batchv1.Job, error) {
-	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(namespace), client.HasLabels{embedopsv1.PopulatesLabel}); err != nil {
-		return nil, fmt.Errorf("listing populate Jobs: %w", err)
-	}
-	byName := make(map[string]*batchv1.Job, len(jobs.Items))
-	for i := range jobs.Items {
-		byName[jobs.Items[i].Name] = &jobs.Items[i]
-	}
-	return byName, nil
-}
-
 // statefulSet is the observed StatefulSet named name; nil when there is
 // none.
 func (o *observed) statefulSet(name string) *appsv1.StatefulSet {
@@ -161,10 +159,17 @@ func (o *observed) statefulSet(name string) *appsv1.StatefulSet {
 // controlledStatefulSets are the observed StatefulSets the server
 // controls, sorted by name.
 func (o *observed) controlledStatefulSets(server *embedopsv1.EmbeddingServer) []appsv1.StatefulSet {
+	return controlledBy(server, o.statefulSets)
+}
+
+// controlledBy are copies of the StatefulSets of all the server controls,
+// in order: the rollout patches them with the API server's answers, which
+// must not change what was observed.
+func controlledBy(server *embedopsv1.EmbeddingServer, all []appsv1.StatefulSet) []appsv1.StatefulSet {
 	var sets []appsv1.StatefulSet
-	for _, sts := range o.statefulSets {
-		if owner := metav1.GetControllerOfNoCopy(&sts); owner != nil && owner.UID == server.UID {
-			sets = append(sets, sts)
+	for i := range all {
+		if owner := metav1.GetControllerOfNoCopy(&all[i]); owner != nil && owner.UID == server.UID {
+			sets = append(sets, *all[i].DeepCopy())
 		}
 	}
 	return sets

@@ -141,8 +141,11 @@ func (r *EmbeddingServerReconciler) jobPodWaiting(ctx context.Context, job *batc
 // first server's request is the binding's.
 func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serverScope) (*batchv1.Job, error) {
 	key := types.NamespacedName{Namespace: scope.binding.Namespace, Name: builder.PopulateJobName(scope.binding.Name)}
-	if job, ok := scope.observed.jobs[key.Name]; ok {
-		return job, nil
+	// From the cache, by name: the binding was chosen after observe.
+	job := &batchv1.Job{}
+	err := r.client.Get(ctx, key, job)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return job, client.IgnoreNotFound(err)
 	}
 	facts, err := r.factsOf(ctx, scope)
 	if err != nil {

@@ -63,28 +63,48 @@ func recordedSpec(t *testing.T, g *WithT, c client.Client, server string) embedo
 }
 
 // applyManifests creates every object of the YAML files in dir in namespace,
-// as `kubectl create -n namespace -f dir` does.
+// Secrets and ConfigMaps first, as `kubectl apply -k` of the examples'
+// Kustomization does (kustomize's legacy order). In file order the
+// advanced server would come before its token Secret: the controller may
+// look for the Secret before it exists, and then polls for it every
+// progress interval (30 s), as the server's stall says.
 func applyManifests(t *testing.T, g *WithT, c client.Client, namespace, dir string) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
+	var first, rest []*unstructured.Unstructured
 	for _, file := range files {
-		data, err := os.ReadFile(file)
+		for _, object := range readObjects(t, g, file) {
+			if kind := object.GetKind(); kind == "Secret" || kind == "ConfigMap" {
+				first = append(first, object)
+			} else {
+				rest = append(rest, object)
+			}
+		}
+	}
+	for _, object := range append(first, rest...) {
+		object.SetNamespace(namespace)
+		g.Expect(c.Create(t.Context(), object)).To(Succeed(), object.GetName())
+	}
+}
+
+// readObjects reads the objects of a YAML file.
+func readObjects(t *testing.T, g *WithT, file string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	var objects []*unstructured.Unstructured
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		document, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return objects
+		}
 		g.Expect(err).NotTo(HaveOccurred())
-		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			document, err := reader.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-			object := &unstructured.Unstructured{}
-			g.Expect(yaml.Unmarshal(document, &object.Object)).To(Succeed())
-			if len(object.Object) == 0 {
-				continue
-			}
-			object.SetNamespace(namespace)
-			g.Expect(c.Create(t.Context(), object)).To(Succeed(), file)
+		object := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal(document, &object.Object)).To(Succeed())
+		if len(object.Object) != 0 {
+			objects = append(objects, object)
 		}
 	}
 }

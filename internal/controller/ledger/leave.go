@@ -154,16 +154,7 @@ func (l *Ledger) latest(ctx context.Context, key types.NamespacedName) (*embedop
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading binding %s: %w", key.Name, err)
 	}
-	err = l.apiReader.Get(ctx, key, binding)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading binding %s: %w", key.Name, err)
-	case !l.ours(binding):
-		return nil, nil
-	}
-	return binding, nil
+	return l.read(ctx, key)
 }
 
 // RecordRealized fills the binding's unset realized fields from found

@@ -398,11 +398,11 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 	entries := deletableEntries(server)
 	// A StatefulSet a rollout started may be missing from the inventory (a
 	// crash before the status patch): every one the server controls goes.
-	observed, err := r.observeStatefulSets(ctx, server)
+	labelled, err := r.observeStatefulSets(ctx, server)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	sets := controlledBy(server, observed)
+	sets := controlledBy(server, labelled)
 	for i := range sets {
 		entries = mergeEntries(entries, []embedopsv1.ResourceRef{inventoryRef(sets[i].Namespace, sets[i].Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))})
 	}
@@ -435,8 +435,7 @@ func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *
 func (r *EmbeddingServerReconciler) livePodOf(ctx context.Context, server *embedopsv1.EmbeddingServer) (string, error) {
 	var pods corev1.PodList
 	if err := r.apiReader.List(ctx, &pods, client.InNamespace(server.Namespace), client.Limit(1),
-		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace},
-		client.HasLabels{embedopsv1.CacheBindingLabel}); err != nil {
+		ownedBy(server), client.HasLabels{embedopsv1.CacheBindingLabel}); err != nil {
 		return "", fmt.Errorf("listing the pods of the server: %w", err)
 	}
 	if len(pods.Items) == 0 {

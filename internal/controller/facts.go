@@ -46,7 +46,7 @@ func (r *EmbeddingServerReconciler) factsOf(ctx context.Context, scope *serverSc
 // initIPFamilyFields), which is the kubernetes Service's. So a new server's
 // StatefulSet is built once with the address TEI must listen on.
 func (r *EmbeddingServerReconciler) serviceHasIPv6(ctx context.Context, scope *serverScope) (bool, error) {
-	if service := scope.observed.service; service != nil {
+	if service := scope.observed.service(scope.server); service != nil {
 		return hasIPv6(service), nil
 	}
 	return r.primaryFamily.isIPv6(ctx, r.apiReader)

@@ -249,7 +249,9 @@ func TestAReferenceAddedBeforeTheFirstReferenceStopsTheHandOver(t *testing.T) {
 }
 
 // statusUpdateHook is a client whose status updates go through update,
-// which receives the client's own status writer.
+// which receives the client's own status writer. controller-runtime's
+// interceptor package does the same for a client.WithWatch, which the
+// ledger's cached client is not.
 type statusUpdateHook struct {
 	client.Client
 	update func(ctx context.Context, status client.SubResourceWriter, obj client.Object, opts ...client.SubResourceUpdateOption) error

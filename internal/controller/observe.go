@@ -40,11 +40,9 @@ type observed struct {
 	// pods carry the server's owner labels.
 	pods []corev1.Pod
 	// children are the children the spec names (namedChildren) that the
-	// cache holds, by inventory ID.
+	// cache holds, by inventory ID, but for StatefulSets, which are in
+	// statefulSets (child finds both).
 	children map[string]client.Object
-	// service is the client Service under the server's name; nil when the
-	// cache has none.
-	service *corev1.Service
 	// claims are the namespace's claims embedops labels, by name; nil for
 	// cache mode None.
 	claims map[string]*corev1.PersistentVolumeClaim
@@ -53,21 +51,19 @@ type observed struct {
 // observe reads the observed snapshot of the server from the cache.
 func (r *EmbeddingServerReconciler) observe(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
-	owned := client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}
 	seen := &observed{}
 	var err error
 	if seen.statefulSets, err = r.observeStatefulSets(ctx, server); err != nil {
 		return ctrl.Result{}, err
 	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), owned); err != nil {
+	if err := r.client.List(ctx, &pods, client.InNamespace(server.Namespace), ownedBy(server)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
 	}
 	seen.pods = pods.Items
 	if seen.children, err = r.observeChildren(ctx, namedChildren(server)); err != nil {
 		return ctrl.Result{}, err
 	}
-	seen.service, _ = seen.children[inventoryRef(server.Namespace, server.Name, corev1.SchemeGroupVersion.WithKind("Service")).ID].(*corev1.Service)
 	if server.Spec.Cache.Mode != embedopsv1.CacheModeNone {
 		if seen.claims, err = r.observeClaims(ctx, server.Namespace); err != nil {
 			return ctrl.Result{}, err
@@ -81,8 +77,7 @@ func (r *EmbeddingServerReconciler) observe(ctx context.Context, scope *serverSc
 // labels from the cache, sorted by name.
 func (r *EmbeddingServerReconciler) observeStatefulSets(ctx context.Context, server *embedopsv1.EmbeddingServer) ([]appsv1.StatefulSet, error) {
 	var sets appsv1.StatefulSetList
-	if err := r.client.List(ctx, &sets, client.InNamespace(server.Namespace),
-		client.MatchingLabels{embedopsv1.NameLabel: server.Name, embedopsv1.NamespaceLabel: server.Namespace}); err != nil {
+	if err := r.client.List(ctx, &sets, client.InNamespace(server.Namespace), ownedBy(server)); err != nil {
 		return nil, fmt.Errorf("listing the server's StatefulSets: %w", err)
 	}
 	slices.SortFunc(sets.Items, func(a, b appsv1.StatefulSet) int { return strings.Compare(a.Name, b.Name) })
@@ -90,13 +85,17 @@ func (r *EmbeddingServerReconciler) observeStatefulSets(ctx context.Context, ser
 }
 
 // observeChildren reads the children refs name from the cache, by
-// inventory ID; a child the cache does not hold is left out.
+// inventory ID; a child the cache does not hold is left out, and so are
+// StatefulSets, which observe lists.
 func (r *EmbeddingServerReconciler) observeChildren(ctx context.Context, refs []embedopsv1.ResourceRef) (map[string]client.Object, error) {
 	children := make(map[string]client.Object, len(refs))
 	for _, ref := range refs {
 		id, err := object.ParseObjMetadata(ref.ID)
 		if err != nil {
 			return nil, fmt.Errorf("parsing child %q: %w", ref.ID, err)
+		}
+		if id.GroupKind == statefulSetKind {
+			continue
 		}
 		typed, err := r.scheme.New(id.GroupKind.WithVersion(ref.Version))
 		if err != nil {
@@ -116,8 +115,8 @@ func (r *EmbeddingServerReconciler) observeChildren(ctx context.Context, refs []
 }
 
 // child is the observed child with inventory ID id: one the spec names, or
-// a StatefulSet with the server's owner labels; false when the cache held
-// none.
+// any StatefulSet with the server's owner labels; false when the cache
+// held none.
 func (o *observed) child(id string) (client.Object, bool) {
 	if child, ok := o.children[id]; ok {
 		return child, true
@@ -130,6 +129,18 @@ func (o *observed) child(id string) (client.Object, bool) {
 		return sts, true
 	}
 	return nil, false
+}
+
+// service is the observed client Service, under the server's name; nil
+// when the cache held none.
+func (o *observed) service(server *embedopsv1.EmbeddingServer) *corev1.Service {
+	service, _ := o.children[inventoryRef(server.Namespace, server.Name, corev1.SchemeGroupVersion.WithKind("Service")).ID].(*corev1.Service)
+	return service
+}
+
+// ownedBy selects the objects that carry the server's owner labels.
+func ownedBy(server *embedopsv1.EmbeddingServer) client.MatchingLabels {
+	return ownerLabels().GetOwnerLabels(server.Name, server.Namespace)
 }
 
 // observeClaims lists the namespace's claims embedops labels, by name.

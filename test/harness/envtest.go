@@ -76,8 +76,9 @@ func KubeAPIServer(root string) (string, error) {
 }
 
 // StartEnv starts kube-apiserver (see KubeAPIServer) and etcd from ./bin,
-// each to die with the test binary (dieWithTestBinary), and installs the CRDs from config/crd/bases (or opts.CRDPaths), failing when
-// they are missing.
+// each to die with the test binary (dieWithTestBinary), and installs the
+// CRDs from config/crd/bases (or opts.CRDPaths), failing when they are
+// missing.
 func StartEnv(opts EnvOptions) (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {

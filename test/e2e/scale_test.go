@@ -155,11 +155,14 @@ func TestHorizontalPodAutoscalerScalesAServer(t *testing.T) {
 // v2.14.21's, pkg/sync/sync_tasks.go kindOrder lists HorizontalPodAutoscaler
 // and puts custom resources last, and sync_context.go runTasks applies one
 // kind after the other), so the HPA's first look finds no target and its
-// next one finds the status the server's first reconcile wrote. A server
-// created a moment before its HPA (kubectl apply of a directory may do that)
-// races the HPA's first look instead, which no controller wins under load;
-// docs/api.md says so. The pods never become ready here, so the server's
-// first status is its progress.
+// next one finds the status the server's first reconcile wrote. The test
+// waits for that first look before it creates the server: the HPA
+// controller may take it later, after the server exists, and then races
+// the server's first status as a server created a moment before its HPA
+// does (kubectl apply of a directory may do that), which no controller
+// wins under load; docs/api.md says so (a clean-clone CI run at 6ea086f
+// lost it). The pods never become ready here, so the server's first
+// status is its progress.
 func TestAnHPAAppliedWithItsServerNeverLacksASelector(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -182,6 +185,11 @@ func TestAnHPAAppliedWithItsServerNeverLacksASelector(t *testing.T) {
 		},
 	}
 	g.Expect(cluster.Client.Create(t.Context(), hpa)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(cluster.Client.Get(t.Context(), client.ObjectKeyFromObject(hpa), hpa)).To(Succeed())
+		g.Expect(hpa.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", autoscalingv2.AbleToScale), HaveField("Status", corev1.ConditionFalse))), "the HPA's first look finds no target")
+	}).WithTimeout(settle).WithPolling(100 * time.Millisecond).Should(Succeed())
 	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
 
 	// No metrics API runs here: once the HPA looked at the server's scale,

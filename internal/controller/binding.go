@@ -19,9 +19,10 @@ import (
 )
 
 // reconcileBinding has the ledger find or create the binding of the server's
-// cache decision and reference it; leaveStaleBindings leaves the others once
-// the children no longer use them. Mode None has no binding. It sets the
-// cache the children are built with.
+// cache decision and reference it; the act step leaves the others once the
+// children no longer use them (childrenPlan). Mode None has no binding. It
+// sets the cache the children are built with, and plans the claims' label
+// patches (untrackPatches).
 func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	d, err := decision.For(server)
@@ -78,31 +79,15 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		// the latest when the wait ends.
 		result = sooner(result, jitter(min(bound.ReferenceWait, r.progressInterval)))
 	}
-	return result, r.reportCacheReady(ctx, server, bound.Binding, scope.observed.claims)
-}
-
-// leaveStaleBindings leaves every binding but the one in use (all of them
-// for mode None) once the children are applied and pruned, and none whose
-// storage an old StatefulSet or a pod of the server still mounts
-// (storagesInUse), so a binding is never released while a StatefulSet
-// still names its claims or a pod mounts them. From then on
-// status.cacheBinding names the binding in use: the pods mount it.
-func (r *EmbeddingServerReconciler) leaveStaleBindings(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	keep := ""
-	if scope.binding != nil {
-		keep = scope.binding.Name
-	}
-	scope.server.Status.CacheBinding = keep
-	return ctrl.Result{}, r.ledger.Leave(ctx, scope.server, keep, storagesInUse(scope)...)
+	scope.plan.untrack = untrackPatches(bound.Binding, scope.observed.claims)
+	r.reportCacheReady(ctx, server, bound.Binding, scope.observed.claims)
+	return result, nil
 }
 
 // reportCacheReady sets CacheReady from the binding's phase and its claims,
-// read from the cache, which holds the labelled claims only; claims still
-// carrying GitOps tracking labels lose them first (untrackClaims).
-func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, byName map[string]*corev1.PersistentVolumeClaim) error {
-	if err := r.untrackClaims(ctx, binding, byName); err != nil {
-		return err
-	}
+// read from the cache, which holds the labelled claims only; the ledger
+// first grows claims smaller than the decision (ExpandClaims).
+func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, byName map[string]*corev1.PersistentVolumeClaim) {
 	refused := r.ledger.ExpandClaims(ctx, binding, byName)
 	ready := decision.CacheReadiness(binding, byName)
 	if refused > 0 {
@@ -113,7 +98,6 @@ func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server
 	} else {
 		conditions.MarkFalse(server, embedopsv1.CacheReadyCondition, ready.Reason, "%s", ready.Message)
 	}
-	return nil
 }
 
 // reportSource sets SourceResolved from the resolution the new binding

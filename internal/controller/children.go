@@ -201,58 +201,6 @@ func (r *EmbeddingServerReconciler) checkOwnershipUncached(ctx context.Context, 
 	return ctrl.Result{}, nil
 }
 
-// applyChildren server-side applies the children; ssa's dry-run drift
-// detection writes nothing when nothing changed. It records the inventory.
-// Children the cache shows unchanged, built the same as last time, are not
-// applied at all (verifiedChildren); children whose ownership that let
-// checkOwnership skip are checked uncached before they are applied.
-func (r *EmbeddingServerReconciler) applyChildren(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	if r.waitForReplacedPods(scope) {
-		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
-	}
-	scope.rollout = planStorageRollout(scope, scope.children[0])
-	if scope.childrenVerified && scope.rollout == nil {
-		if same, err := r.desiredUnchanged(scope.server.UID, scope.children); err != nil || same {
-			scope.server.Status.Inventory = inventoryOf(scope.children)
-			return ctrl.Result{}, err
-		}
-		if result, err := r.checkOwnershipUncached(ctx, scope); err != nil || scope.halted {
-			return result, err
-		}
-	}
-	changes, replaced, err := r.apply(ctx, scope)
-	if err != nil {
-		r.verified.forget(scope.server.UID)
-		return ctrl.Result{}, err
-	}
-	if replaced != nil {
-		r.verified.forget(scope.server.UID)
-		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, r.replaceStatefulSet(ctx, scope)
-	}
-	scope.server.Status.Inventory = inventoryOf(scope.children)
-	if err := r.rememberApply(scope, changes); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.drainOldStatefulSets(ctx, scope); err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, entry := range changes.Entries {
-		if entry.Action == ssa.UnchangedAction {
-			continue
-		}
-		ctrl.LoggerFrom(ctx).Info("applied child", "child", entry.Subject, "action", entry.Action.String())
-		if entry.ObjMetadata.GroupKind == statefulSetKind {
-			if err := r.recordRollout(ctx, scope, entry.ObjMetadata.Name); err != nil {
-				return ctrl.Result{}, err
-			}
-			if entry.Action == ssa.CreatedAction && scope.rollout != nil {
-				r.reportNewStorage(ctx, scope)
-			}
-		}
-	}
-	return ctrl.Result{}, nil
-}
-
 // recordRollout remembers the StatefulSet name just changed, so readiness
 // waits until the cache has caught up with it: as the API server answered
 // its creation (createChildren), else read uncached (only when it changed).
@@ -370,20 +318,6 @@ func (r *EmbeddingServerReconciler) validAsNew(ctx context.Context, obj *unstruc
 	probe.SetResourceVersion("")
 	probe.SetUID("")
 	return r.act.DryRunCreate(ctx, probe)
-}
-
-// pruneChildren deletes children of the previous inventory that are not
-// desired any more. Claims are never pruned.
-func (r *EmbeddingServerReconciler) pruneChildren(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	stale := staleEntries(scope.inventoryBefore, scope.server.Status.Inventory)
-	if len(stale) == 0 {
-		return ctrl.Result{}, nil
-	}
-	if err := r.deleteEntries(ctx, scope.server, stale); err != nil {
-		return ctrl.Result{}, fmt.Errorf("pruning children: %w", err)
-	}
-	ctrl.LoggerFrom(ctx).Info("pruned children", "count", len(stale))
-	return ctrl.Result{}, nil
 }
 
 // reconcileDelete removes the server's children, never its cache claims,

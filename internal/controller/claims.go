@@ -12,35 +12,30 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
 	"github.com/embedops/embedops/internal/decision"
 )
 
-// untrackClaims removes the GitOps tracking keys (builder.TrackingKeys)
-// from the labels of the binding's claims. Claims made before claim
-// templates left them out carry app.kubernetes.io/instance=<server> and no
-// owner, which Argo CD's label tracking takes as the Application's own and
-// prunes with it (gitops-engine v0.7.3 pkg/cache/cluster.go). A claim
-// without them is not written, so this costs nothing at rest.
-func (r *EmbeddingServerReconciler) untrackClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) error {
+// untrackPatches plan the removal of the GitOps tracking keys
+// (builder.TrackingKeys) from the labels of the binding's claims. Claims
+// made before claim templates left them out carry
+// app.kubernetes.io/instance=<server> and no owner, which Argo CD's label
+// tracking takes as the Application's own and prunes with it (gitops-engine
+// v0.7.3 pkg/cache/cluster.go). A claim without them is not written, so
+// this costs nothing at rest; the act step writes them (untrackClaims).
+func untrackPatches(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) []claimPatch {
+	var patches []claimPatch
 	for _, claim := range claims {
 		if claim.Labels[embedopsv1.CacheBindingLabel] != decision.StorageName(binding) {
 			continue
 		}
-		patch := untrackPatch(claim.Labels)
-		if patch == nil {
-			continue
+		if patch := untrackPatch(claim.Labels); patch != nil {
+			patches = append(patches, claimPatch{claim: claim, patch: patch})
 		}
-		if err := r.act.MergePatch(ctx, claim, patch); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("removing GitOps tracking labels from claim %s: %w", claim.Name, err)
-		}
-		ctrl.LoggerFrom(ctx).Info("removed GitOps tracking labels from a cache claim", "claim", claim.Name)
 	}
-	return nil
+	return patches
 }
 
 // untrackPatch is the JSON merge patch that deletes the tracking keys among
@@ -64,7 +59,7 @@ func untrackPatch(labels map[string]string) []byte {
 // ValidateStatefulSetUpdate: "updates to statefulset spec for fields other
 // than ... are forbidden"): a StatefulSet made by a release before
 // builder.StatefulSetSelectorLabels keeps selecting by
-// app.kubernetes.io/instance, and its claims are mended by untrackClaims,
+// app.kubernetes.io/instance, and its claims are mended by untrackPatches,
 // rather than every replica being replaced on upgrade.
 func keepLiveSelector(desired, live *appsv1.StatefulSet) {
 	if live == nil || live.Spec.Selector == nil {
@@ -81,7 +76,7 @@ func keepLiveSelector(desired, live *appsv1.StatefulSet) {
 // "immutable"), and a template's name carries its storage (the decision
 // digest and the binding's suffix), so under one name only two things can
 // differ: labels, which the StatefulSet controller never copies to the
-// claims it already made (untrackClaims mends those claims instead), and a
+// claims it already made (untrackPatches mends those claims instead), and a
 // size grown in place by a successor binding (decision.GrowsInPlace), whose
 // claims the ledger expands (ExpandClaims). Either would otherwise replace
 // the StatefulSet and every pod. A template that differs in defaults only

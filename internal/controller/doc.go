@@ -2,9 +2,13 @@
 // with the ModelCacheBinding reconciler (package binding) and their shared
 // ledger on a manager (SetupReconcilers, Run). Its rooms:
 //   - this package: the server reconcile, phase by phase (reconciler.go lists
-//     them): observe reads what the cache shows of the server once, then
-//     the phases decide what to apply, delete and report, and write it
-//     through act;
+//     them, observePlanActReport): observe reads what the cache shows of
+//     the server once, the phases after it plan what to write (serverPlan),
+//     the act step (carryOut) writes that plan through act and the ledger,
+//     and the reporting phases set the status from what was observed and
+//     what the writes answered; only the finalizer's phase and the ledger's
+//     Bind, ExpandClaims and RecordRealized write outside the act step
+//     (TestOnlyTheActStepWrites);
 //   - act: every write of the server reconcile outside the ledger (its
 //     children, populate Jobs, claims' labels, the finalizer and status);
 //   - ledger: every write to a ModelCacheBinding and its claims;

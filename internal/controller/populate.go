@@ -60,7 +60,7 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 	default:
 		return ctrl.Result{}, nil
 	}
-	job, err := r.populateJob(ctx, scope)
+	job, create, err := r.populateJob(ctx, scope)
 	if errors.Is(err, builder.ErrInvalidPodTemplate) {
 		// The Job's pod is built from the server's: a pod template
 		// refused there stalls the server as buildChildren would.
@@ -76,15 +76,20 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 		return r.retryFailedJob(ctx, scope, job, r.jobFailure(ctx, job))
 	}
 	message := runningJobMessage(scope, job)
-	if waiting, err := r.jobPodWaiting(ctx, job); err != nil {
-		return ctrl.Result{}, err
-	} else if waiting != nil {
-		message = fmt.Sprintf("populate Job %s cannot run yet: %s (it fails after --populate-deadline, then the server reports why)", job.Name, waiting.Message)
+	// A Job only planned (create) has no pods to ask about yet.
+	if !create {
+		if waiting, err := r.jobPodWaiting(ctx, job); err != nil {
+			return ctrl.Result{}, err
+		} else if waiting != nil {
+			message = fmt.Sprintf("populate Job %s cannot run yet: %s (it fails after --populate-deadline, then the server reports why)", job.Name, waiting.Message)
+		}
 	}
 	r.holdForPopulate(scope, embedopsv1.DownloadingReason, message)
-	if err := r.ledger.ReportPopulate(ctx, scope.binding, embedopsv1.DownloadingReason, message); err != nil {
-		return ctrl.Result{}, err
+	write := &populateWrite{reason: embedopsv1.DownloadingReason, message: message}
+	if create {
+		write.create, write.created = job, jobCreatedMessage(scope, job.Name)
 	}
+	scope.plan.populate = write
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 
@@ -136,31 +141,26 @@ func (r *EmbeddingServerReconciler) jobPodWaiting(ctx context.Context, job *batc
 	return diagnose.Pods(pods.Items), nil
 }
 
-// populateJob returns the binding's populate Job, creating it when absent.
-// An existing Job is never updated: its pod template is immutable, and the
-// first server's request is the binding's.
-func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serverScope) (*batchv1.Job, error) {
+// populateJob returns the binding's populate Job, read from the cache by
+// name (the binding was chosen after observe), or, when absent, the Job to
+// create and true. An existing Job is never updated: its pod template is
+// immutable, and the first server's request is the binding's.
+func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serverScope) (*batchv1.Job, bool, error) {
 	key := types.NamespacedName{Namespace: scope.binding.Namespace, Name: builder.PopulateJobName(scope.binding.Name)}
-	// From the cache, by name: the binding was chosen after observe.
 	job := &batchv1.Job{}
 	err := r.client.Get(ctx, key, job)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return job, client.IgnoreNotFound(err)
+		return job, false, client.IgnoreNotFound(err)
 	}
 	facts, err := r.factsOf(ctx, scope)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	desired, err := builder.PopulateJob(scope.server, scope.binding, scope.cache, facts)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := r.act.CreateJob(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating populate Job %s: %w", key.Name, err)
-	}
-	ctrl.LoggerFrom(ctx).Info("created populate Job", "job", key.Name, "binding", scope.binding.Name)
-	r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.DownloadingReason, "Populate", "%s", jobCreatedMessage(scope, key.Name))
-	return desired, nil
+	return desired, true, nil
 }
 
 // recordJobResult records the succeeded Job's result on the binding. A Job
@@ -192,9 +192,9 @@ func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *
 	return ctrl.Result{}, nil
 }
 
-// retryFailedJob reports the failure and holds the server; once the Job has
-// failed for populateRetryAfter it is deleted, so the next reconcile runs it
-// again. A failed verify Job of an existing claim stalls the server as
+// retryFailedJob plans the failure's report and holds the server; once the
+// Job has failed for populateRetryAfter it is planned for deletion, so the
+// next reconcile runs it again. A failed verify Job of an existing claim stalls the server as
 // ModelNotInClaim: the claim lacks the model, which only its user can fix.
 func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *serverScope, job *batchv1.Job, detail string) (ctrl.Result, error) {
 	before := conditions.Get(scope.server, embedopsv1.ModelReadyCondition)
@@ -211,20 +211,13 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 		conditions.MarkStalled(scope.server, reason, "%s", message)
 		scope.stalled = true
 	}
-	if err := r.ledger.ReportPopulate(ctx, scope.binding, reason, message); err != nil {
-		return ctrl.Result{}, err
-	}
-	if before == nil || before.Reason != reason || before.Message != message {
-		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, reason, "Populate", "%s", message)
-	}
+	write := &populateWrite{reason: reason, message: message, warn: before == nil || before.Reason != reason || before.Message != message}
+	scope.plan.populate = write
 	wait := populateRetryAfter - r.now().Sub(jobFinishedAt(job))
 	if wait > 0 && !r.requestChanged(ctx, scope, job) {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if err := r.act.DeleteJob(ctx, job); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("deleting failed populate Job %s: %w", job.Name, err)
-	}
-	ctrl.LoggerFrom(ctx).Info("deleted failed populate Job to retry it", "job", job.Name)
+	write.retry = job
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -161,7 +162,7 @@ type serverScope struct {
 	// saw them.
 	statefulSets []appsv1.StatefulSet
 	// rollout is the storage change in progress, nil when only the desired
-	// StatefulSet exists; set by applyChildren.
+	// StatefulSet exists; set by planChildren.
 	rollout *storageRollout
 	// facts are what the children depend on beyond the spec; set by
 	// factsOf.
@@ -190,6 +191,9 @@ type serverScope struct {
 	// stalled: a phase is waiting for a human (Stalled is set) and polls,
 	// since what it waits on is not watched.
 	stalled bool
+	// plan is what the phases before the act step (carryOut) decided it
+	// writes.
+	plan serverPlan
 	// patcher writes the server: the finalizer at once, the status at the
 	// end of the reconcile.
 	patcher *act.ServerPatcher
@@ -294,7 +298,16 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if !server.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, scope)
 	}
-	return r.runPhases(ctx, scope, []phase{
+	return r.observePlanActReport(ctx, scope)
+}
+
+// observePlanActReport runs a reconcile's stages: the phases that read and
+// plan, the act step that writes their plan, then, unless a phase stopped
+// the reconcile or failed, the phases that report from what was observed
+// and what the writes answered. Besides the act step, only the finalizer's
+// phase (at once, before any binding is referenced) and the ledger write.
+func (r *EmbeddingServerReconciler) observePlanActReport(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	planned, planErr := r.runPhases(ctx, scope, []phase{
 		{"observe", r.observe},
 		{"finalizer", r.reconcileFinalizer},
 		{"request", r.reconcileRequest},
@@ -303,15 +316,30 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		{"binding", r.reconcileBinding},
 		{"populate", r.reconcilePopulate},
 		{"build", r.buildChildren},
-		{"apply", r.applyChildren},
-		{"prune", r.pruneChildren},
-		{"leave", r.leaveStaleBindings},
+		{"plan", r.planChildren},
+	})
+	acted, actErr := r.runPhase(ctx, scope, phase{"act", r.carryOut})
+	switch {
+	case planErr != nil && actErr != nil:
+		return ctrl.Result{}, errors.Join(planErr, actErr)
+	case planErr != nil:
+		return ctrl.Result{}, planErr
+	case actErr != nil:
+		return ctrl.Result{}, actErr
+	case scope.halted:
+		return sooner(planned, acted.RequeueAfter), nil
+	}
+	reported, err := r.runPhases(ctx, scope, []phase{
 		{"readiness", r.reconcileReadiness},
 		{"model", r.reconcileModel},
 		{"endpoint", r.reconcileEndpoint},
 		{"diagnostics", r.reconcileDiagnostics},
 		{"progress", r.reconcileProgress},
 	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return sooner(sooner(planned, acted.RequeueAfter), reported.RequeueAfter), nil
 }
 
 // readServer reads the server from the cache, or from the API server when
@@ -345,9 +373,7 @@ func newServerScope(server *embedopsv1.EmbeddingServer) *serverScope {
 func (r *EmbeddingServerReconciler) runPhases(ctx context.Context, scope *serverScope, phases []phase) (ctrl.Result, error) {
 	var result ctrl.Result
 	for _, p := range phases {
-		start := time.Now()
-		res, err := p.run(ctx, scope)
-		metrics.ObservePhase(p.name, start)
+		res, err := r.runPhase(ctx, scope, p)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -357,6 +383,13 @@ func (r *EmbeddingServerReconciler) runPhases(ctx context.Context, scope *server
 		}
 	}
 	return result, nil
+}
+
+// runPhase runs one phase and records its duration.
+func (r *EmbeddingServerReconciler) runPhase(ctx context.Context, scope *serverScope, p phase) (ctrl.Result, error) {
+	start := time.Now()
+	defer metrics.ObservePhase(p.name, start)
+	return p.run(ctx, scope)
 }
 
 // sooner is result with its requeue moved to after, when after is

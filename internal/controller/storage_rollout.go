@@ -110,7 +110,7 @@ type storageRollout struct {
 
 // planStorageRollout sets the replicas the desired StatefulSet asks for
 // while old StatefulSets of the server still exist, and remembers the step
-// for drainOldStatefulSets; nil when there are none.
+// for its drains (planChildren); nil when there are none.
 func planStorageRollout(scope *serverScope, desired *unstructured.Unstructured) *storageRollout {
 	var old []appsv1.StatefulSet
 	next := decision.SetReplicas{Name: desired.GetName()}
@@ -155,24 +155,27 @@ func surgeOf(server *embedopsv1.EmbeddingServer) int32 {
 	return max(builder.AllowedUnavailable(server), 1)
 }
 
-// drainOldStatefulSets carries out the step's drains (decision.DrainOld):
-// each old StatefulSet scaled down to what the step lets it keep, deleted
-// once it keeps none and its pods are gone, and listed in the inventory
-// while it stays, so pruning and the server's deletion find it.
-func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, scope *serverScope) error {
-	rollout := scope.rollout
+// drains are what the step does to each old StatefulSet
+// (decision.DrainOld); none when no storage change is in progress.
+func (rollout *storageRollout) drains() []decision.Drain {
 	if rollout == nil {
 		return nil
 	}
 	old := make([]decision.OldSet, 0, len(rollout.old))
-	byName := make(map[string]*appsv1.StatefulSet, len(rollout.old))
 	for i := range rollout.old {
 		sts := &rollout.old[i]
-		byName[sts.Name] = sts
 		old = append(old, decision.OldSet{Name: sts.Name, Replicas: replicasOf(sts), PodsGone: podsGone(sts), Deleting: !sts.DeletionTimestamp.IsZero()})
 	}
-	for _, drain := range decision.DrainOld(rollout.step, old) {
-		sts := byName[drain.Name]
+	return decision.DrainOld(rollout.step, old)
+}
+
+// drainOldStatefulSets carries out the planned drains: each old
+// StatefulSet scaled down to what the step lets it keep, deleted once it
+// keeps none and its pods are gone, and listed in the inventory while it
+// stays, so pruning and the server's deletion find it.
+func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, scope *serverScope, drains []decision.Drain) error {
+	for _, drain := range drains {
+		sts := scope.rollout.oldSet(drain.Name)
 		had := replicasOf(sts)
 		if err := r.carryOutDrain(ctx, sts, drain); err != nil {
 			return err
@@ -185,6 +188,16 @@ func (r *EmbeddingServerReconciler) drainOldStatefulSets(ctx context.Context, sc
 		if !drain.Delete {
 			entry := inventoryRef(sts.Namespace, sts.Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 			scope.server.Status.Inventory.Entries = mergeEntries(scope.server.Status.Inventory.Entries, []embedopsv1.ResourceRef{entry})
+		}
+	}
+	return nil
+}
+
+// oldSet is the old StatefulSet named name, which a drain names.
+func (rollout *storageRollout) oldSet(name string) *appsv1.StatefulSet {
+	for i := range rollout.old {
+		if rollout.old[i].Name == name {
+			return &rollout.old[i]
 		}
 	}
 	return nil

@@ -25,7 +25,7 @@ var writeCalls = map[string][]string{
 var writesOutsideTheActStep = map[string]string{
 	"reconcileFinalizer": "the finalizer is written at once, before any binding is referenced",
 	"reconcileBinding":   "the ledger chooses and writes the binding the children are built from",
-	"recordRealized":     "the ledger records a populator's commit, which the pod template runs",
+	"recordJobResult":    "the ledger records the commit a populate Job resolved, which the pod template runs",
 }
 
 // A server reconcile reads and plans, then writes in one act step
@@ -49,7 +49,7 @@ func TestOnlyTheActStepWrites(t *testing.T) {
 		}
 	}
 	reached := strings.Join(reachedWrites(funcs, "carryOut"), "\n")
-	for _, want := range []string{"act.MergePatch", "act.CreateJob", "act.DeleteJob", "ledger.ReportPopulate", "act.CreateChild", "act.ApplyChildren", "act.Delete", "ledger.Leave"} {
+	for _, want := range []string{"act.MergePatch", "act.CreateJob", "act.DeleteJob", "ledger.ReportPopulate", "act.CreateChild", "act.ApplyChildren", "act.Delete", "ledger.Leave", "ledger.RecordRealized"} {
 		if !strings.Contains(reached, want+" ") {
 			t.Errorf("the act step does not reach %s; it reaches:\n%s", want, reached)
 		}

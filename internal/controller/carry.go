@@ -21,7 +21,8 @@ import (
 // StatefulSet and no pod of the server still mounts (storagesInUse), so a
 // binding is never released while a StatefulSet still names its claims or
 // a pod mounts them. From then on status.cacheBinding names the binding in
-// use: the pods mount it. It runs after the
+// use: the pods mount it. Last, the binding records what the pods
+// realized (recordRealized). It runs after the
 // last phase that plans, also when that phase stopped the reconcile or
 // failed: what was planned before is written, as each planning phase
 // decided it. The status is written after it, once, when the reconcile
@@ -50,7 +51,13 @@ func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverS
 		return ctrl.Result{}, err
 	}
 	scope.server.Status.CacheBinding = planned.keep
-	return result, r.ledger.Leave(ctx, scope.server, planned.keep, planned.inUse...)
+	if err := r.ledger.Leave(ctx, scope.server, planned.keep, planned.inUse...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if realized := scope.plan.realized; realized != nil {
+		return result, r.recordRealized(ctx, scope, realized)
+	}
+	return result, nil
 }
 
 // untrackClaims writes the claims' planned label patches.

@@ -6,9 +6,9 @@
 //     the server once, the phases after it plan what to write (serverPlan),
 //     the act step (carryOut) writes that plan through act and the ledger,
 //     and the reporting phases set the status from what was observed and
-//     what the writes answered; only the finalizer's phase and the ledger's
-//     Bind, ExpandClaims and RecordRealized write outside the act step
-//     (TestOnlyTheActStepWrites);
+//     what the writes answered; only the finalizer's phase, the ledger's
+//     Bind and ExpandClaims, and the record of the commit a populate Job
+//     resolved write outside the act step (TestOnlyTheActStepWrites);
 //   - act: every write of the server reconcile outside the ledger (its
 //     children, populate Jobs, claims' labels, the finalizer and status);
 //   - ledger: every write to a ModelCacheBinding and its claims;

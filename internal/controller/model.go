@@ -54,12 +54,27 @@ type modelReport struct {
 	mismatchNote string
 }
 
+// planRealized reads the populate init containers of the server's pods
+// (modelReportOf) for reconcileModel, and plans the record of the commit
+// and content digest they realized, which the binding keeps once (the act
+// step writes it). Without the populate init container nothing is read.
+func (r *EmbeddingServerReconciler) planRealized(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	if scope.cache == nil || !scope.cache.Populated() || scope.binding == nil || scope.cache.Mode == embedopsv1.CacheModeShared {
+		return ctrl.Result{}, nil
+	}
+	report, ok := modelReportOf(scope.observed.podsMounting(scope.cache.Binding), scope.binding.Status.Realized)
+	if ok {
+		scope.modelReport = &report
+		scope.plan.realized = report.realized
+	}
+	return ctrl.Result{}, nil
+}
+
 // reconcileModel sets ModelReady from the populate init containers of the
-// server's pods, records the resolved commit and content digest on the
-// binding once, and warns, once per mismatch, when pods resolved different
-// commits. Without the
-// populate init container ModelReady is not reported.
-func (r *EmbeddingServerReconciler) reconcileModel(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+// server's pods (planRealized read them) and warns, once per mismatch, when
+// pods resolved different commits. Without the populate init container
+// ModelReady is not reported.
+func (r *EmbeddingServerReconciler) reconcileModel(_ context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	if scope.cache == nil || !scope.cache.Populated() || scope.binding == nil {
 		conditions.Delete(server, embedopsv1.ModelReadyCondition)
@@ -68,18 +83,13 @@ func (r *EmbeddingServerReconciler) reconcileModel(ctx context.Context, scope *s
 	if scope.cache.Mode == embedopsv1.CacheModeShared {
 		return ctrl.Result{}, nil // reconcilePopulate reported the shared cache.
 	}
-	report, ok := modelReportOf(scope.observed.podsMounting(scope.cache.Binding), scope.binding.Status.Realized)
-	if !ok {
+	report := scope.modelReport
+	if report == nil {
 		if server.GetReplicas() > 0 {
 			conditions.MarkFalse(server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadingReason,
 				"waiting for the pods to start the %s init container", builder.PopulateContainerName)
 		}
 		return ctrl.Result{}, nil
-	}
-	if report.realized != nil {
-		if err := r.recordRealized(ctx, scope, report.realized); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	before := conditions.Get(server, embedopsv1.ModelReadyCondition).DeepCopy()
 	if report.status == metav1.ConditionTrue {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/decision"
 )
 
@@ -25,6 +26,9 @@ type serverPlan struct {
 	// when a phase stopped before them: then nothing is applied, pruned
 	// or left.
 	children *childrenPlan
+	// realized is what the pods' populate init containers realized, for
+	// the binding to record once (ledger.RecordRealized); nil for nothing.
+	realized *embedopsv1.RealizedCache
 }
 
 // claimPatch is a JSON merge patch of one claim.

@@ -200,6 +200,9 @@ type serverScope struct {
 	// readLive: server is the API server's answer to a write of this
 	// reconcile (the finalizer), as live as an uncached read.
 	readLive bool
+	// modelReport is what the pods' populate init containers report, nil
+	// when none does; set by planRealized.
+	modelReport *modelReport
 	// claimsWait is a pod that cannot be scheduled until its claims bind,
 	// set by reconcileDiagnostics: Ready stays Initializing, and the
 	// progress deadline applies to it (reconcileProgress).
@@ -317,6 +320,7 @@ func (r *EmbeddingServerReconciler) observePlanActReport(ctx context.Context, sc
 		{"populate", r.reconcilePopulate},
 		{"build", r.buildChildren},
 		{"plan", r.planChildren},
+		{"realized", r.planRealized},
 	})
 	acted, actErr := r.runPhase(ctx, scope, phase{"act", r.carryOut})
 	switch {

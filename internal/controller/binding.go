@@ -18,12 +18,30 @@ import (
 	"github.com/embedops/embedops/internal/provenance"
 )
 
-// reconcileBinding has the ledger find or create the binding of the server's
-// cache decision and reference it; the act step leaves the others once the
-// children no longer use them (childrenPlan). Mode None has no binding. It
-// sets the cache the children are built with, and plans the claims' label
-// patches (untrackPatches).
-func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+// bindRequest is what the act step asks the ledger to bind: the server's
+// cache decision, and whether this reconcile's ownership check read,
+// uncached, that no StatefulSet has the server's name.
+type bindRequest struct {
+	decision          *decision.Decision
+	statefulSetAbsent bool
+}
+
+// bindAnswer is the ledger's answer to a bindRequest: what Bind did, the
+// provenance it resolved when it created the binding, and how many claims
+// the API server refused to expand.
+type bindAnswer struct {
+	bound      ledger.Bound
+	decision   *decision.Decision
+	resolution provenance.Resolution
+	refused    int
+}
+
+// reconcileBinding plans the binding of the server's cache decision: the
+// act step has the ledger find or create it and reference it (bind), and
+// reportBinding goes on from the answer; the act step leaves the other
+// bindings once the children no longer use them (childrenPlan). Mode None
+// has no binding.
+func (r *EmbeddingServerReconciler) reconcileBinding(_ context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	d, err := decision.For(server)
 	if err != nil {
@@ -36,36 +54,33 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		conditions.Delete(server, embedopsv1.CacheReadyCondition)
 		return ctrl.Result{}, nil
 	}
-	// Provenance is resolved only when a binding is created (its source is
-	// immutable); a problem with it is reported, never a reason to wait.
-	var resolution provenance.Resolution
-	var bindOptions []ledger.BindOption
-	if scope.readLive {
-		bindOptions = append(bindOptions, ledger.ServerReadLive())
+	scope.plan.bind = &bindRequest{decision: d, statefulSetAbsent: scope.absent[statefulSetRef(server).ID]}
+	return ctrl.Result{}, nil
+}
+
+// reportBinding goes on from the ledger's answer (scope.bound): it sets
+// the cache the children are built with, SourceResolved and CacheReady,
+// and plans the claims' label patches (untrackPatches). A server the
+// ledger found gone or being deleted stops here.
+func (r *EmbeddingServerReconciler) reportBinding(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
+	answer, server := scope.bound, scope.server
+	if answer == nil {
+		return ctrl.Result{}, nil
 	}
-	if scope.absent[statefulSetRef(server).ID] {
-		bindOptions = append(bindOptions, ledger.StatefulSetAbsent())
-	}
-	bound, err := r.ledger.Bind(ctx, server, d, func(ctx context.Context) (embedopsv1.DecisionSource, error) {
-		var err error
-		resolution, err = r.provenance.Resolve(ctx, server)
-		return resolution.Source, err
-	}, bindOptions...)
+	bound := answer.bound
 	switch {
-	case err != nil:
-		return ctrl.Result{}, err
 	case bound.ServerGone:
 		ctrl.LoggerFrom(ctx).Info("not referencing a binding: the server is gone or being deleted")
 		scope.halted = true
 		return ctrl.Result{}, nil
 	case bound.Created:
-		r.reportSource(server, bound.Binding.Name, resolution)
+		r.reportSource(server, bound.Binding.Name, answer.resolution)
 	case !conditions.Has(server, embedopsv1.SourceResolvedCondition):
 		r.reportRecordedSource(server, bound.Binding)
 	case conditions.GetReason(server, embedopsv1.SourceResolvedCondition) == embedopsv1.SourcePendingReason:
 		r.recheckPendingSource(ctx, scope, bound.Binding)
 	}
-	scope.cache = cacheOf(d, bound.Binding, r.populatorImage)
+	scope.cache = cacheOf(answer.decision, bound.Binding, r.populatorImage)
 	scope.binding = bound.Binding
 	if realized := bound.Binding.Status.Realized; realized != nil {
 		scope.resolvedCommit = realized.ResolvedCommit
@@ -80,15 +95,14 @@ func (r *EmbeddingServerReconciler) reconcileBinding(ctx context.Context, scope 
 		result = sooner(result, jitter(min(bound.ReferenceWait, r.progressInterval)))
 	}
 	scope.plan.untrack = untrackPatches(bound.Binding, scope.observed.claims)
-	r.reportCacheReady(ctx, server, bound.Binding, scope.observed.claims)
+	reportCacheReady(server, bound.Binding, scope.observed.claims, answer.refused)
 	return result, nil
 }
 
 // reportCacheReady sets CacheReady from the binding's phase and its claims,
-// read from the cache, which holds the labelled claims only; the ledger
-// first grows claims smaller than the decision (ExpandClaims).
-func (r *EmbeddingServerReconciler) reportCacheReady(ctx context.Context, server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, byName map[string]*corev1.PersistentVolumeClaim) {
-	refused := r.ledger.ExpandClaims(ctx, binding, byName)
+// read from the cache, which holds the labelled claims only, as the
+// ledger's expansion left them (refused: claims it could not grow).
+func reportCacheReady(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCacheBinding, byName map[string]*corev1.PersistentVolumeClaim, refused int) {
 	ready := decision.CacheReadiness(binding, byName)
 	if refused > 0 {
 		ready.Message += fmt.Sprintf(" (%d refused: see the binding's %s events)", refused, embedopsv1.ClaimExpansionFailedReason)

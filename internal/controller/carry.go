@@ -11,30 +11,54 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/controller/ledger"
 )
 
-// carryOut is the act step: it writes what the phases before it planned
-// (scope.plan), in order: the claims' labels, the populate Job and the
-// binding's record of it, the children, the old StatefulSets' drains, the
-// pruned children, and the bindings the server leaves: every binding but
-// the one in use (all of them for mode None) whose storage no old
-// StatefulSet and no pod of the server still mounts (storagesInUse), so a
-// binding is never released while a StatefulSet still names its claims or
-// a pod mounts them. From then on status.cacheBinding names the binding in
-// use: the pods mount it. Last, the binding records what the pods
-// realized (recordRealized). It runs after the
-// last phase that plans, also when that phase stopped the reconcile or
-// failed: what was planned before is written, as each planning phase
-// decided it. The status is written after it, once, when the reconcile
-// ends (finalizeStatus).
+// carryOut is the act step: it writes what the phases of its round
+// planned (scope.plan), in order: the finalizer, the binding (bind), the
+// claims' labels, the populate Job and the binding's record of it, the
+// children, the old StatefulSets' drains, the pruned children, and the
+// bindings the server leaves: every binding but the one in use (all of
+// them for mode None) whose storage no old StatefulSet and no pod of the
+// server still mounts (storagesInUse), so a binding is never released
+// while a StatefulSet still names its claims or a pod mounts them. From
+// then on status.cacheBinding names the binding in use: the pods mount it.
+// Last, the binding records what the pods realized (recordRealized). It
+// runs after the last phase of its round, also when that phase stopped
+// the reconcile or failed: what was planned before is written, as each
+// planning phase decided it. The status is written after it, once, when
+// the reconcile ends (finalizeStatus).
 func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	if err := r.untrackClaims(ctx, scope.plan.untrack); err != nil {
+	plan := scope.plan
+	scope.plan = serverPlan{}
+	if plan.finalizer {
+		if err := scope.patcher.AddFinalizer(ctx, scope.server, embedopsv1.ServerFinalizer); err != nil {
+			return ctrl.Result{}, err
+		}
+		scope.readLive = true
+	}
+	if err := r.bind(ctx, scope, plan.bind); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writePopulate(ctx, scope, scope.plan.populate); err != nil {
+	if err := r.untrackClaims(ctx, plan.untrack); err != nil {
 		return ctrl.Result{}, err
 	}
-	planned := scope.plan.children
+	if err := r.writePopulate(ctx, scope, plan.populate); err != nil {
+		return ctrl.Result{}, err
+	}
+	if plan.populated != nil {
+		if err := r.recordRealized(ctx, scope, plan.populated); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.carryOutChildren(ctx, scope, plan)
+}
+
+// carryOutChildren applies the planned children, drains the old
+// StatefulSets, prunes, leaves the bindings no longer used and records
+// what the pods realized.
+func (r *EmbeddingServerReconciler) carryOutChildren(ctx context.Context, scope *serverScope, plan serverPlan) (ctrl.Result, error) {
+	planned := plan.children
 	if planned == nil {
 		return ctrl.Result{}, nil
 	}
@@ -54,10 +78,44 @@ func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverS
 	if err := r.ledger.Leave(ctx, scope.server, planned.keep, planned.inUse...); err != nil {
 		return ctrl.Result{}, err
 	}
-	if realized := scope.plan.realized; realized != nil {
+	if realized := plan.realized; realized != nil {
 		return result, r.recordRealized(ctx, scope, realized)
 	}
 	return result, nil
+}
+
+// bind has the ledger find or create the requested binding and reference
+// it (ledger.Bind; provenance is resolved only when a binding is created,
+// since its source is immutable, and a problem with it is reported, never
+// a reason to wait), then grow its claims to the decision's size
+// (ledger.ExpandClaims). The answer is scope.bound, for reportBinding.
+func (r *EmbeddingServerReconciler) bind(ctx context.Context, scope *serverScope, request *bindRequest) error {
+	if request == nil {
+		return nil
+	}
+	server := scope.server
+	var options []ledger.BindOption
+	if scope.readLive {
+		options = append(options, ledger.ServerReadLive())
+	}
+	if request.statefulSetAbsent {
+		options = append(options, ledger.StatefulSetAbsent())
+	}
+	answer := &bindAnswer{decision: request.decision}
+	bound, err := r.ledger.Bind(ctx, server, request.decision, func(ctx context.Context) (embedopsv1.DecisionSource, error) {
+		var err error
+		answer.resolution, err = r.provenance.Resolve(ctx, server)
+		return answer.resolution.Source, err
+	}, options...)
+	if err != nil {
+		return err
+	}
+	answer.bound = bound
+	if !bound.ServerGone {
+		answer.refused = r.ledger.ExpandClaims(ctx, bound.Binding, scope.observed.claims)
+	}
+	scope.bound = answer
+	return nil
 }
 
 // untrackClaims writes the claims' planned label patches.

@@ -3,12 +3,12 @@
 // ledger on a manager (SetupReconcilers, Run). Its rooms:
 //   - this package: the server reconcile, phase by phase (reconciler.go lists
 //     them, observePlanActReport): observe reads what the cache shows of
-//     the server once, the phases after it plan what to write (serverPlan),
-//     the act step (carryOut) writes that plan through act and the ledger,
-//     and the reporting phases set the status from what was observed and
-//     what the writes answered; only the finalizer's phase, the ledger's
-//     Bind and ExpandClaims, and the record of the commit a populate Job
-//     resolved write outside the act step (TestOnlyTheActStepWrites);
+//     the server once; rounds of phases plan what to write (serverPlan),
+//     each followed by the act step (carryOut), which writes the round's
+//     plan through act and the ledger; a round ends where a decision needs
+//     a write's answer (the binding, a populate Job's commit); then the
+//     reporting phases set the status from what was observed and what the
+//     writes answered. No phase writes (TestOnlyTheActStepWrites);
 //   - act: every write of the server reconcile outside the ledger (its
 //     children, populate Jobs, claims' labels, the finalizer and status);
 //   - ledger: every write to a ModelCacheBinding and its claims;
@@ -29,9 +29,9 @@
 //     the read copy's resourceVersion as precondition; after a Conflict,
 //     patch.SerialPatcher's conditions-then-status patches, which merge the
 //     owned conditions into the latest copy), by the field manager
-//     embedopsv1.StatusFieldManager. A new finalizer is patched at once, at
-//     the start of the first reconcile, which goes on from the answer (no
-//     status is written for the finalizer alone). observedGeneration is set
+//     embedopsv1.StatusFieldManager. A new finalizer is patched first, by
+//     the first act step of the first reconcile, which goes on from the
+//     answer (no status is written for the finalizer alone). observedGeneration is set
 //     when the
 //     generation was fully handled: on success and on a terminal error.
 //     The patch is a diff from the copy the reconcile started from, so that

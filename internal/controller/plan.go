@@ -11,17 +11,26 @@ import (
 	"github.com/embedops/embedops/internal/decision"
 )
 
-// serverPlan is what the phases before the act step decided to write to
-// the server's own objects and to the binding's record of its populate
-// Job. They decide from the observed snapshot and the ledger's answers;
-// carryOut, the act step, writes it in one place, in order.
+// serverPlan is what the phases of a round decided to write: the
+// server's finalizer, its binding, and its own objects. They decide from
+// the observed snapshot and the answers of the rounds before; carryOut,
+// the act step, writes it in one place, in order.
 type serverPlan struct {
+	// finalizer: the server lacks embedopsv1.ServerFinalizer, which is
+	// written first, before any binding is referenced.
+	finalizer bool
+	// bind is the binding the ledger finds or creates and references;
+	// nil for cache mode None.
+	bind *bindRequest
 	// untrack are the binding's claims that lose their GitOps tracking
 	// labels (untrackPatch).
 	untrack []claimPatch
 	// populate is the populate Job's write and the binding's report of
 	// it; nil when the server has no Job to run.
 	populate *populateWrite
+	// populated is what a succeeded populate Job realized, for the
+	// binding to record before the children are built on its commit.
+	populated *embedopsv1.RealizedCache
 	// children is what the act step does with the built children; nil
 	// when a phase stopped before them: then nothing is applied, pruned
 	// or left.

@@ -163,8 +163,10 @@ func (r *EmbeddingServerReconciler) populateJob(ctx context.Context, scope *serv
 	return desired, true, nil
 }
 
-// recordJobResult records the succeeded Job's result on the binding. A Job
-// that succeeded without a readable result is reported as a failure.
+// recordJobResult plans the record of the succeeded Job's result on the
+// binding, which the act step writes before the children are built on its
+// commit (reportPopulated reports it). A Job that succeeded without a
+// readable result is reported as a failure.
 func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *serverScope, job *batchv1.Job) (ctrl.Result, error) {
 	outcome, err := r.jobOutcome(ctx, job, func(o populateOutcome) bool { return o.done })
 	if err != nil {
@@ -180,11 +182,17 @@ func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *
 		// cached of it (decision.MergeRealized fills the rest).
 		found = &embedopsv1.RealizedCache{ResolvedCommit: outcome.result.ResolvedCommit}
 	}
-	if err := r.recordRealized(ctx, scope, found); err != nil {
-		return ctrl.Result{}, err
-	}
-	if scope.cache.Mode == embedopsv1.CacheModePerReplica {
-		scope.cache.ResolvedCommit = scope.resolvedCommit
+	scope.plan.populated = found
+	scope.populated = true
+	return ctrl.Result{}, nil
+}
+
+// reportPopulated reports a Shared cache whose populate Job succeeded in
+// this reconcile, with the commit the binding recorded (the act step's
+// answer); a PerReplica server's pods are built on that commit instead
+// (buildChildren).
+func (r *EmbeddingServerReconciler) reportPopulated(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	if !scope.populated || scope.cache.Mode == embedopsv1.CacheModePerReplica {
 		return ctrl.Result{}, nil
 	}
 	conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,

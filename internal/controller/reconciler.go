@@ -146,7 +146,7 @@ type serverScope struct {
 	// inventoryBefore is the fetched inventory, the base of pruning.
 	inventoryBefore *embedopsv1.ResourceInventory
 	// resolvedCommit is the model commit the binding in use recorded, empty
-	// when unknown; set by reconcileBinding.
+	// when unknown; set by reportBinding and recordRealized.
 	resolvedCommit string
 	// children are the desired children, built by buildChildren.
 	children []*unstructured.Unstructured
@@ -168,10 +168,10 @@ type serverScope struct {
 	// factsOf.
 	facts *builder.Facts
 	// cache is the model cache of the binding in use, nil for mode None;
-	// set by reconcileBinding.
+	// set by reportBinding.
 	cache *builder.Cache
 	// binding is the binding in use, nil for mode None; set by
-	// reconcileBinding.
+	// reportBinding.
 	binding *embedopsv1.ModelCacheBinding
 	// halted stops the remaining phases: a phase is waiting, and said on
 	// what in the conditions.
@@ -191,15 +191,21 @@ type serverScope struct {
 	// stalled: a phase is waiting for a human (Stalled is set) and polls,
 	// since what it waits on is not watched.
 	stalled bool
-	// plan is what the phases before the act step (carryOut) decided it
-	// writes.
+	// plan is what the phases of the current round decided the act step
+	// (carryOut) writes.
 	plan serverPlan
+	// bound is the ledger's answer to the plan's bindRequest; nil for
+	// cache mode None.
+	bound *bindAnswer
 	// patcher writes the server: the finalizer at once, the status at the
 	// end of the reconcile.
 	patcher *act.ServerPatcher
 	// readLive: server is the API server's answer to a write of this
 	// reconcile (the finalizer), as live as an uncached read.
 	readLive bool
+	// populated: the populate Job succeeded, and its result is recorded
+	// in this reconcile (recordJobResult).
+	populated bool
 	// modelReport is what the pods' populate init containers report, nil
 	// when none does; set by planRealized.
 	modelReport *modelReport
@@ -304,34 +310,46 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return r.observePlanActReport(ctx, scope)
 }
 
-// observePlanActReport runs a reconcile's stages: the phases that read and
-// plan, the act step that writes their plan, then, unless a phase stopped
-// the reconcile or failed, the phases that report from what was observed
-// and what the writes answered. Besides the act step, only the finalizer's
-// phase (at once, before any binding is referenced) and the ledger write.
+// observePlanActReport runs a reconcile: rounds of phases that read and
+// plan, each followed by the act step that writes their plan (carryOut),
+// then the phases that report from what was observed and what the writes
+// answered. A round ends where a later decision needs a write's answer:
+// the binding the ledger chose (the children mount it), and the commit a
+// populate Job resolved (the pods run it). A phase that stops the
+// reconcile or fails ends it after its round's act step, which writes what
+// was planned before; the reporting phases run only when none did.
 func (r *EmbeddingServerReconciler) observePlanActReport(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	planned, planErr := r.runPhases(ctx, scope, []phase{
-		{"observe", r.observe},
-		{"finalizer", r.reconcileFinalizer},
-		{"request", r.reconcileRequest},
-		{"accept", r.reconcileAccepted},
-		{"ownership", r.checkOwnership},
-		{"binding", r.reconcileBinding},
-		{"populate", r.reconcilePopulate},
-		{"build", r.buildChildren},
-		{"plan", r.planChildren},
-		{"realized", r.planRealized},
-	})
-	acted, actErr := r.runPhase(ctx, scope, phase{"act", r.carryOut})
-	switch {
-	case planErr != nil && actErr != nil:
-		return ctrl.Result{}, errors.Join(planErr, actErr)
-	case planErr != nil:
-		return ctrl.Result{}, planErr
-	case actErr != nil:
-		return ctrl.Result{}, actErr
-	case scope.halted:
-		return sooner(planned, acted.RequeueAfter), nil
+	rounds := [][]phase{
+		{
+			{"observe", r.observe},
+			{"finalizer", r.reconcileFinalizer},
+			{"request", r.reconcileRequest},
+			{"accept", r.reconcileAccepted},
+			{"ownership", r.checkOwnership},
+			{"binding", r.reconcileBinding},
+		},
+		{
+			{"bound", r.reportBinding},
+			{"populate", r.reconcilePopulate},
+		},
+		{
+			{"populated", r.reportPopulated},
+			{"build", r.buildChildren},
+			{"plan", r.planChildren},
+			{"realized", r.planRealized},
+		},
+	}
+	var result ctrl.Result
+	for _, planning := range rounds {
+		planned, planErr := r.runPhases(ctx, scope, planning)
+		acted, actErr := r.runPhase(ctx, scope, phase{"act", r.carryOut})
+		if err := firstOrJoined(planErr, actErr); err != nil {
+			return ctrl.Result{}, err
+		}
+		result = sooner(sooner(result, planned.RequeueAfter), acted.RequeueAfter)
+		if scope.halted {
+			return result, nil
+		}
 	}
 	reported, err := r.runPhases(ctx, scope, []phase{
 		{"readiness", r.reconcileReadiness},
@@ -343,7 +361,19 @@ func (r *EmbeddingServerReconciler) observePlanActReport(ctx context.Context, sc
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return sooner(sooner(planned, acted.RequeueAfter), reported.RequeueAfter), nil
+	return sooner(result, reported.RequeueAfter), nil
+}
+
+// firstOrJoined is the one error that is not nil, as it is (a
+// reconcile.TerminalError stays one), or both joined.
+func firstOrJoined(a, b error) error {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return errors.Join(a, b)
 }
 
 // readServer reads the server from the cache, or from the API server when
@@ -415,21 +445,16 @@ func serverOfPod(_ context.Context, pod client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}
 }
 
-// reconcileFinalizer adds the finalizer that holds the server until its
-// children are removed and its binding references are gone. It is written
-// at once, before any binding is referenced, so a server deleted (or a
-// controller killed) in between can never leave a reference nobody
-// removes; the reconcile goes on from the API server's answer, whose
-// status it writes once at its end (Flux's controllers end the reconcile
-// here and write a Reconciling status first: one write more per server).
-func (r *EmbeddingServerReconciler) reconcileFinalizer(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	if controllerutil.ContainsFinalizer(scope.server, embedopsv1.ServerFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	if err := scope.patcher.AddFinalizer(ctx, scope.server, embedopsv1.ServerFinalizer); err != nil {
-		return ctrl.Result{}, err
-	}
-	scope.readLive = true
+// reconcileFinalizer plans the finalizer that holds the server until its
+// children are removed and its binding references are gone. The act step
+// writes it first, before the ledger references any binding, so a server
+// deleted (or a controller killed) in between can never leave a reference
+// nobody removes; the reconcile goes on from the API server's answer,
+// whose status it writes once at its end (Flux's controllers end the
+// reconcile here and write a Reconciling status first: one write more per
+// server).
+func (r *EmbeddingServerReconciler) reconcileFinalizer(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	scope.plan.finalizer = !controllerutil.ContainsFinalizer(scope.server, embedopsv1.ServerFinalizer)
 	return ctrl.Result{}, nil
 }
 

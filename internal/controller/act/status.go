@@ -94,7 +94,8 @@ func (p *ServerPatcher) Patch(ctx context.Context, server *embedopsv1.EmbeddingS
 // read copy's resourceVersion as precondition (the patch replaces the whole
 // list, so a finalizer someone added since must not be lost), and makes the
 // API server's answer the copy the status patch starts from. The answer is
-// the server as stored now, as live as an uncached read.
+// the server as stored now, as live as an uncached read. The status the
+// reconcile set so far stays on server: the status patch writes it.
 func (p *ServerPatcher) AddFinalizer(ctx context.Context, server *embedopsv1.EmbeddingServer, finalizer string) error {
 	base := server.DeepCopy()
 	controllerutil.AddFinalizer(server, finalizer)
@@ -105,6 +106,7 @@ func (p *ServerPatcher) AddFinalizer(ctx context.Context, server *embedopsv1.Emb
 	}
 	p.before = server.DeepCopy()
 	p.serial = patch.NewSerialPatcher(server, p.client)
+	base.Status.DeepCopyInto(&server.Status)
 	return nil
 }
 

@@ -20,25 +20,30 @@ var writeCalls = map[string][]string{
 	"patcher": {"AddFinalizer", "Patch"},
 }
 
-// A server reconcile reads and plans, then writes in the act step
-// (carryOut), round by round, then reports: no phase reaches a write but
-// the act step, which reaches every kind of write a reconcile makes before
-// its status patch. The phases are read from observePlanActReport, the
-// calls from the package's source.
+// A server reconcile, a deleted server's too, reads and plans, then
+// writes in the act step (carryOut), round by round, then reports: no
+// phase reaches a write, runRounds runs carryOut as the act step, and
+// carryOut reaches every kind of write a reconcile makes before its status
+// patch. The phases are read from the source of observePlanActReport and
+// reconcileDelete, the calls from the package's source.
 func TestOnlyTheActStepWrites(t *testing.T) {
 	t.Parallel()
 	funcs := parsePackageFuncs(t)
-	before, after := phasesAroundAct(t, funcs["observePlanActReport"])
-	if len(before) < 10 || len(after) < 3 {
-		t.Fatalf("found %d phases before the act step and %d after: is observePlanActReport still the reconcile?", len(before), len(after))
+	live, deleted := phaseMethods(t, funcs, "observePlanActReport"), phaseMethods(t, funcs, "reconcileDelete")
+	if len(live) < 15 || len(deleted) < 2 {
+		t.Fatalf("found %d phases of a live server and %d of a deleted one: are observePlanActReport and reconcileDelete still the reconciles?", len(live), len(deleted))
 	}
-	for _, name := range slices.Concat(before, after) {
+	for _, name := range slices.Concat(live, deleted) {
 		for _, path := range reachedWrites(funcs, name) {
 			t.Errorf("phase %s writes outside the act step: %s", name, path)
 		}
 	}
+	if act := phaseMethods(t, funcs, "runRounds"); !slices.Equal(act, []string{"carryOut"}) {
+		t.Errorf("runRounds runs %v as its act step, want carryOut", act)
+	}
 	reached := strings.Join(reachedWrites(funcs, "carryOut"), "\n")
-	for _, want := range []string{"patcher.AddFinalizer", "ledger.Bind", "ledger.ExpandClaims", "act.MergePatch", "act.CreateJob", "act.DeleteJob", "ledger.ReportPopulate", "act.CreateChild", "act.ApplyChildren", "act.Delete", "ledger.Leave", "ledger.RecordRealized"} {
+	for _, want := range []string{"patcher.AddFinalizer", "ledger.Bind", "ledger.ExpandClaims", "act.MergePatch", "act.CreateJob", "act.DeleteJob",
+		"ledger.ReportPopulate", "ledger.RecordRealized", "act.CreateChild", "act.ApplyChildren", "act.Delete", "ledger.Leave"} {
 		if !strings.Contains(reached, want+" ") {
 			t.Errorf("the act step does not reach %s; it reaches:\n%s", want, reached)
 		}
@@ -76,34 +81,29 @@ func parsePackageFuncs(t *testing.T) map[string]*ast.FuncDecl {
 	return funcs
 }
 
-// phasesAroundAct lists the methods the phase literals of fn name, before
-// and after the one of carryOut, in order.
-func phasesAroundAct(t *testing.T, fn *ast.FuncDecl) (before, after []string) {
+// phaseMethods lists, in order, the methods the phase literals
+// ({"name", r.method}) in the function named name run.
+func phaseMethods(t *testing.T, funcs map[string]*ast.FuncDecl, name string) []string {
 	t.Helper()
+	fn := funcs[name]
 	if fn == nil {
-		t.Fatal("observePlanActReport not found")
+		t.Fatalf("%s not found", name)
 	}
-	seenAct := false
+	var methods []string
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
 		lit, ok := n.(*ast.CompositeLit)
 		if !ok || len(lit.Elts) != 2 {
 			return true
 		}
-		sel, ok := lit.Elts[1].(*ast.SelectorExpr)
-		if !ok {
+		if _, ok := lit.Elts[0].(*ast.BasicLit); !ok {
 			return true
 		}
-		switch {
-		case sel.Sel.Name == "carryOut":
-			seenAct = true
-		case seenAct:
-			after = append(after, sel.Sel.Name)
-		default:
-			before = append(before, sel.Sel.Name)
+		if sel, ok := lit.Elts[1].(*ast.SelectorExpr); ok {
+			methods = append(methods, sel.Sel.Name)
 		}
 		return true
 	})
-	return before, after
+	return methods
 }
 
 // reachedWrites lists the write calls fn reaches through the package's

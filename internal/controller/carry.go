@@ -15,7 +15,8 @@ import (
 )
 
 // carryOut is the act step: it writes what the phases of its round
-// planned (scope.plan), in order: the finalizer, the binding (bind), the
+// planned (scope.plan): a deleted server's deletion (carryOutDeletion), or,
+// in order: the finalizer, the binding (bind), the
 // claims' labels, the populate Job and the binding's record of it, the
 // children, the old StatefulSets' drains, the pruned children, and the
 // bindings the server leaves: every binding but the one in use (all of
@@ -31,6 +32,9 @@ import (
 func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	plan := scope.plan
 	scope.plan = serverPlan{}
+	if plan.deletion != nil {
+		return ctrl.Result{}, r.carryOutDeletion(ctx, scope, plan.deletion)
+	}
 	if plan.finalizer {
 		if err := scope.patcher.AddFinalizer(ctx, scope.server, embedopsv1.ServerFinalizer); err != nil {
 			return ctrl.Result{}, err

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/builder"
@@ -318,125 +317,6 @@ func (r *EmbeddingServerReconciler) validAsNew(ctx context.Context, obj *unstruc
 	probe.SetResourceVersion("")
 	probe.SetUID("")
 	return r.act.DryRunCreate(ctx, probe)
-}
-
-// reconcileDelete removes the server's children, never its cache claims,
-// and, once none of its pods mounts a cache any more, its references to
-// bindings, then lets the server go. Owner references would let the garbage collector
-// do the same, but the finalizer makes the removal explicit and ordered.
-func (r *EmbeddingServerReconciler) reconcileDelete(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
-	server := scope.server
-	if !controllerutil.ContainsFinalizer(server, embedopsv1.ServerFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	entries := deletableEntries(server)
-	// A StatefulSet a rollout started may be missing from the inventory (a
-	// crash before the status patch): every one the server controls goes.
-	labelled, err := r.observeStatefulSets(ctx, server)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	sets := controlledBy(server, labelled)
-	for i := range sets {
-		entries = mergeEntries(entries, []embedopsv1.ResourceRef{inventoryRef(sets[i].Namespace, sets[i].Name, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))})
-	}
-	if err := r.deleteEntries(ctx, server, entries); err != nil {
-		return ctrl.Result{}, fmt.Errorf("deleting children: %w", err)
-	}
-	if pod, err := r.livePodOf(ctx, server); err != nil || pod != "" {
-		// The pods' deletions wake the server (it watches its pods).
-		ctrl.LoggerFrom(ctx).V(1).Info("waiting for the pods to go before leaving their bindings", "pod", pod)
-		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, err
-	}
-	if err := r.ledger.Leave(ctx, server, ""); err != nil {
-		return ctrl.Result{}, err
-	}
-	controllerutil.RemoveFinalizer(server, embedopsv1.ServerFinalizer)
-	r.ledger.ForgetServer(server)
-	r.verified.forget(server.UID)
-	r.upgrades.Delete(server.UID)
-	r.rollouts.forget(server.UID)
-	ctrl.LoggerFrom(ctx).Info("deleted children")
-	return ctrl.Result{}, nil
-}
-
-// livePodOf names a pod of the server that mounts a cache (it carries
-// embedopsv1.CacheBindingLabel), or "". A deleted server leaves its
-// bindings only once it finds none, so it reads uncached: the informer
-// cache may lag kube-apiserver restarts (client-go v0.37.2's reflector
-// backs off for up to a minute: tools/cache/reflector.go) and miss a pod
-// that mounts a claim.
-func (r *EmbeddingServerReconciler) livePodOf(ctx context.Context, server *embedopsv1.EmbeddingServer) (string, error) {
-	var pods corev1.PodList
-	if err := r.apiReader.List(ctx, &pods, client.InNamespace(server.Namespace), client.Limit(1),
-		ownedBy(server), client.HasLabels{embedopsv1.CacheBindingLabel}); err != nil {
-		return "", fmt.Errorf("listing the pods of the server: %w", err)
-	}
-	if len(pods.Items) == 0 {
-		return "", nil
-	}
-	return pods.Items[0].Name, nil
-}
-
-// deleteEntries deletes the objects of inventory entries that carry this
-// server's owner labels; claims are skipped, and an object already gone is
-// deleted. ssa's DeleteAll reads each object, then deletes it, and counts
-// a NotFound between the two as a failed delete (fluxcd/pkg/ssa v0.78.0
-// manager_delete.go); a Foreground cascade (Argo CD's) has the garbage
-// collector deleting the same children meanwhile, so the loop is here.
-func (r *EmbeddingServerReconciler) deleteEntries(ctx context.Context, server *embedopsv1.EmbeddingServer, entries []embedopsv1.ResourceRef) error {
-	objects := make([]*unstructured.Unstructured, 0, len(entries))
-	for _, entry := range entries {
-		id, err := object.ParseObjMetadata(entry.ID)
-		if err != nil {
-			return fmt.Errorf("parsing inventory entry %q: %w", entry.ID, err)
-		}
-		if id.GroupKind == persistentVolumeClaimKind {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(id.GroupKind.WithVersion(entry.Version))
-		u.SetNamespace(id.Namespace)
-		u.SetName(id.Name)
-		objects = append(objects, u)
-	}
-	sort.Sort(sort.Reverse(ssa.SortableUnstructureds(objects)))
-	owned := labels.SelectorFromSet(r.act.OwnerLabels(server.Name, server.Namespace))
-	var errs []error
-	for _, obj := range objects {
-		if err := r.deleteOwned(ctx, obj, owned); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// deleteOwned deletes obj, read uncached, when it carries the owner labels
-// owned selects; gone, it is deleted.
-func (r *EmbeddingServerReconciler) deleteOwned(ctx context.Context, obj *unstructured.Unstructured, owned labels.Selector) error {
-	existing := &metav1.PartialObjectMetadata{}
-	existing.SetGroupVersionKind(obj.GroupVersionKind())
-	err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-	if err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("reading %s %s: %w", obj.GetKind(), obj.GetName(), err))
-	}
-	if !owned.Matches(labels.Set(existing.GetLabels())) {
-		return nil
-	}
-	if err := r.act.Delete(ctx, existing, existing.GetUID()); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), err)
-	}
-	return nil
-}
-
-// deletableEntries are the inventory entries plus the children a server
-// always has, in case it is deleted before its inventory was recorded.
-func deletableEntries(server *embedopsv1.EmbeddingServer) []embedopsv1.ResourceRef {
-	var recorded []embedopsv1.ResourceRef
-	if server.Status.Inventory != nil {
-		recorded = server.Status.Inventory.Entries
-	}
-	return mergeEntries(recorded, expectedChildren(server))
 }
 
 // namedChildren are the children the server's spec asks for, known before

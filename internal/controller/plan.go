@@ -38,6 +38,9 @@ type serverPlan struct {
 	// realized is what the pods' populate init containers realized, for
 	// the binding to record once (ledger.RecordRealized); nil for nothing.
 	realized *embedopsv1.RealizedCache
+	// deletion is what a deleted server's reconcile writes; then nothing
+	// else is planned.
+	deletion *deletionPlan
 }
 
 // claimPatch is a JSON merge patch of one claim.

@@ -339,6 +339,19 @@ func (r *EmbeddingServerReconciler) observePlanActReport(ctx context.Context, sc
 			{"realized", r.planRealized},
 		},
 	}
+	return r.runRounds(ctx, scope, rounds, []phase{
+		{"readiness", r.reconcileReadiness},
+		{"model", r.reconcileModel},
+		{"endpoint", r.reconcileEndpoint},
+		{"diagnostics", r.reconcileDiagnostics},
+		{"progress", r.reconcileProgress},
+	})
+}
+
+// runRounds runs each round's phases, then the act step (carryOut), and,
+// when no phase stopped the reconcile or failed, the reporting phases. It
+// returns the soonest requeue asked for.
+func (r *EmbeddingServerReconciler) runRounds(ctx context.Context, scope *serverScope, rounds [][]phase, report []phase) (ctrl.Result, error) {
 	var result ctrl.Result
 	for _, planning := range rounds {
 		planned, planErr := r.runPhases(ctx, scope, planning)
@@ -351,13 +364,7 @@ func (r *EmbeddingServerReconciler) observePlanActReport(ctx context.Context, sc
 			return result, nil
 		}
 	}
-	reported, err := r.runPhases(ctx, scope, []phase{
-		{"readiness", r.reconcileReadiness},
-		{"model", r.reconcileModel},
-		{"endpoint", r.reconcileEndpoint},
-		{"diagnostics", r.reconcileDiagnostics},
-		{"progress", r.reconcileProgress},
-	})
+	reported, err := r.runPhases(ctx, scope, report)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

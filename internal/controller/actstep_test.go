@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -9,15 +11,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // writeCalls are the methods that write to the API server, by the field
 // of the reconciler or scope they are called on. Dry runs (act's
 // DryRunCreate and DryRunApply) write nothing and are not among them.
+// Events are not among them: the recorder sends them on its own, and
+// phases report with them.
 var writeCalls = map[string][]string{
 	"act":     {"CreateChild", "ApplyChildren", "CreateJob", "DeleteJob", "MergePatch", "Delete"},
-	"ledger":  {"Bind", "Leave", "ExpandClaims", "RecordRealized", "ReportPopulate"},
+	"ledger":  {"Bind", "Leave", "ExpandClaims", "RecordRealized", "ReportPopulate", "Advance"},
 	"patcher": {"AddFinalizer", "Patch"},
+	"servers": {"Create", "Update", "Patch", "Delete"},
 }
 
 // A server reconcile, a deleted server's too, reads and plans, then
@@ -41,6 +48,12 @@ func TestOnlyTheActStepWrites(t *testing.T) {
 	if act := phaseMethods(t, funcs, "runRounds"); !slices.Equal(act, []string{"carryOut"}) {
 		t.Errorf("runRounds runs %v as its act step, want carryOut", act)
 	}
+	deletion := strings.Join(reachedWrites(funcs, "carryOutDeletion"), "\n")
+	for _, want := range []string{"act.Delete", "ledger.Leave"} {
+		if !strings.Contains(deletion, want+" ") {
+			t.Errorf("the act step of a deleted server does not reach %s; it reaches:\n%s", want, deletion)
+		}
+	}
 	reached := strings.Join(reachedWrites(funcs, "carryOut"), "\n")
 	for _, want := range []string{"patcher.AddFinalizer", "ledger.Bind", "ledger.ExpandClaims", "act.MergePatch", "act.CreateJob", "act.DeleteJob",
 		"ledger.ReportPopulate", "ledger.RecordRealized", "act.CreateChild", "act.ApplyChildren", "act.Delete", "ledger.Leave"} {
@@ -51,14 +64,14 @@ func TestOnlyTheActStepWrites(t *testing.T) {
 }
 
 // parsePackageFuncs parses the package's non-test files into their
-// functions and methods, by name.
-func parsePackageFuncs(t *testing.T) map[string]*ast.FuncDecl {
+// functions and methods, by name (methods of several types may share one).
+func parsePackageFuncs(t *testing.T) map[string][]*ast.FuncDecl {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	funcs := map[string]*ast.FuncDecl{}
+	funcs := map[string][]*ast.FuncDecl{}
 	fset := token.NewFileSet()
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
@@ -74,7 +87,7 @@ func parsePackageFuncs(t *testing.T) map[string]*ast.FuncDecl {
 		}
 		for _, decl := range parsed.Decls {
 			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil {
-				funcs[fn.Name.Name] = fn
+				funcs[fn.Name.Name] = append(funcs[fn.Name.Name], fn)
 			}
 		}
 	}
@@ -83,12 +96,12 @@ func parsePackageFuncs(t *testing.T) map[string]*ast.FuncDecl {
 
 // phaseMethods lists, in order, the methods the phase literals
 // ({"name", r.method}) in the function named name run.
-func phaseMethods(t *testing.T, funcs map[string]*ast.FuncDecl, name string) []string {
+func phaseMethods(t *testing.T, funcs map[string][]*ast.FuncDecl, name string) []string {
 	t.Helper()
-	fn := funcs[name]
-	if fn == nil {
-		t.Fatalf("%s not found", name)
+	if len(funcs[name]) != 1 {
+		t.Fatalf("want one function %s, found %d", name, len(funcs[name]))
 	}
+	fn := funcs[name][0]
 	var methods []string
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
 		lit, ok := n.(*ast.CompositeLit)
@@ -108,31 +121,32 @@ func phaseMethods(t *testing.T, funcs map[string]*ast.FuncDecl, name string) []s
 
 // reachedWrites lists the write calls fn reaches through the package's
 // functions, each as "field.Method in caller".
-func reachedWrites(funcs map[string]*ast.FuncDecl, fn string) []string {
+func reachedWrites(funcs map[string][]*ast.FuncDecl, fn string) []string {
 	var found []string
 	seen := map[string]bool{}
 	queue := []string{fn}
 	for len(queue) > 0 {
 		name := queue[0]
 		queue = queue[1:]
-		decl := funcs[name]
-		if seen[name] || decl == nil {
+		if seen[name] {
 			continue
 		}
 		seen[name] = true
-		ast.Inspect(decl.Body, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
+		for _, decl := range funcs[name] {
+			ast.Inspect(decl.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if write := writeCall(call); write != "" {
+					found = append(found, write+" in "+name)
+				}
+				if callee := calleeName(call); len(funcs[callee]) > 0 {
+					queue = append(queue, callee)
+				}
 				return true
-			}
-			if write := writeCall(call); write != "" {
-				found = append(found, write+" in "+name)
-			}
-			if callee := calleeName(call); callee != "" {
-				queue = append(queue, callee)
-			}
-			return true
-		})
+			})
+		}
 	}
 	slices.Sort(found)
 	return found
@@ -158,15 +172,45 @@ func writeCall(call *ast.CallExpr) string {
 	return ""
 }
 
-// calleeName names the package function or method call calls, or "".
+// calleeName names the package function or method call calls, or "": any
+// call of that name is followed (a method of another type with the same
+// name is followed too, which can only find more writes).
 func calleeName(call *ast.CallExpr) string {
 	switch fun := call.Fun.(type) {
 	case *ast.Ident:
 		return fun.Name
 	case *ast.SelectorExpr:
-		if x, ok := fun.X.(*ast.Ident); ok && (x.Name == "r" || x.Name == "scope" || x.Name == "o" || x.Name == "rollout") {
-			return fun.Sel.Name
-		}
+		return fun.Sel.Name
 	}
 	return ""
+}
+
+// A round's error keeps a phase's terminal error terminal, unless the act
+// step failed too: then the write is retried.
+func TestARoundsErrorRetriesAFailedWrite(t *testing.T) {
+	t.Parallel()
+	terminal := reconcile.TerminalError(errors.New("spec refused"))
+	conflict := errors.New("conflict")
+	for _, tc := range []struct {
+		name            string
+		planErr, actErr error
+		want            string
+		wantTerminal    bool
+	}{
+		{"nothing failed", nil, nil, "", false},
+		{"a phase stalled", terminal, nil, "terminal error: spec refused", true},
+		{"a write failed", nil, conflict, "conflict", false},
+		{"both", terminal, conflict, "conflict (planning failed too: terminal error: spec refused)", false},
+	} {
+		err := roundError(tc.planErr, tc.actErr)
+		if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || (err != nil && got != tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+		if terminal := errors.Is(err, reconcile.TerminalError(nil)); terminal != tc.wantTerminal {
+			t.Errorf("%s: terminal %v, want %v", tc.name, terminal, tc.wantTerminal)
+		}
+		if tc.actErr != nil && !errors.Is(err, tc.actErr) {
+			t.Errorf("%s: %v does not wrap the act step's error", tc.name, err)
+		}
+	}
 }

@@ -26,14 +26,12 @@ type bindRequest struct {
 	statefulSetAbsent bool
 }
 
-// bindAnswer is the ledger's answer to a bindRequest: what Bind did, the
-// provenance it resolved when it created the binding, and how many claims
-// the API server refused to expand.
+// bindAnswer is the ledger's answer to a bindRequest: what Bind did, and
+// the provenance it resolved when it created the binding.
 type bindAnswer struct {
 	bound      ledger.Bound
 	decision   *decision.Decision
 	resolution provenance.Resolution
-	refused    int
 }
 
 // reconcileBinding plans the binding of the server's cache decision: the
@@ -59,8 +57,8 @@ func (r *EmbeddingServerReconciler) reconcileBinding(_ context.Context, scope *s
 }
 
 // reportBinding goes on from the ledger's answer (scope.bound): it sets
-// the cache the children are built with, SourceResolved and CacheReady,
-// and plans the claims' label patches (untrackPatches). A server the
+// SourceResolved and the cache the children are built with, and plans the
+// claims' label patches (untrackPatches) and their expansion. A server the
 // ledger found gone or being deleted stops here.
 func (r *EmbeddingServerReconciler) reportBinding(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	answer, server := scope.bound, scope.server
@@ -95,8 +93,18 @@ func (r *EmbeddingServerReconciler) reportBinding(ctx context.Context, scope *se
 		result = sooner(result, jitter(min(bound.ReferenceWait, r.progressInterval)))
 	}
 	scope.plan.untrack = untrackPatches(bound.Binding, scope.observed.claims)
-	reportCacheReady(server, bound.Binding, scope.observed.claims, answer.refused)
+	scope.plan.expand = true
 	return result, nil
+}
+
+// reportCache sets CacheReady from the binding in use and its claims, as
+// the act step's label patches and expansion left them; mode None has no
+// binding.
+func (r *EmbeddingServerReconciler) reportCache(_ context.Context, scope *serverScope) (ctrl.Result, error) {
+	if scope.binding != nil {
+		reportCacheReady(scope.server, scope.binding, scope.observed.claims, scope.expansionRefused)
+	}
+	return ctrl.Result{}, nil
 }
 
 // reportCacheReady sets CacheReady from the binding's phase and its claims,

@@ -16,19 +16,13 @@ import (
 
 // carryOut is the act step: it writes what the phases of its round
 // planned (scope.plan): a deleted server's deletion (carryOutDeletion), or,
-// in order: the finalizer, the binding (bind), the
-// claims' labels, the populate Job and the binding's record of it, the
-// children, the old StatefulSets' drains, the pruned children, and the
-// bindings the server leaves: every binding but the one in use (all of
-// them for mode None) whose storage no old StatefulSet and no pod of the
-// server still mounts (storagesInUse), so a binding is never released
-// while a StatefulSet still names its claims or a pod mounts them. From
-// then on status.cacheBinding names the binding in use: the pods mount it.
-// Last, the binding records what the pods realized (recordRealized). It
-// runs after the last phase of its round, also when that phase stopped
-// the reconcile or failed: what was planned before is written, as each
-// planning phase decided it. The status is written after it, once, when
-// the reconcile ends (finalizeStatus).
+// in order, the finalizer, the binding (bind), the claims' labels and
+// their expansion (ledger.ExpandClaims), the populate Job and the
+// binding's record of it (writePopulate), a populate Job's result, the
+// children (carryOutChildren), and what the pods realized. It runs after
+// the last phase of its round, also when that phase stopped the reconcile
+// or failed: what the round planned is written. The status is written
+// after the last round, once, when the reconcile ends (finalizeStatus).
 func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	plan := scope.plan
 	scope.plan = serverPlan{}
@@ -47,22 +41,29 @@ func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverS
 	if err := r.untrackClaims(ctx, plan.untrack); err != nil {
 		return ctrl.Result{}, err
 	}
+	if plan.expand {
+		scope.expansionRefused = r.ledger.ExpandClaims(ctx, scope.binding, scope.observed.claims)
+	}
 	if err := r.writePopulate(ctx, scope, plan.populate); err != nil {
 		return ctrl.Result{}, err
 	}
-	if plan.populated != nil {
-		if err := r.recordRealized(ctx, scope, plan.populated); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.recordRealized(ctx, scope, plan.populated); err != nil {
+		return ctrl.Result{}, err
 	}
-	return r.carryOutChildren(ctx, scope, plan)
+	result, err := r.carryOutChildren(ctx, scope, plan.children)
+	if err != nil || scope.halted {
+		return result, err
+	}
+	return result, r.recordRealized(ctx, scope, plan.realized)
 }
 
 // carryOutChildren applies the planned children, drains the old
-// StatefulSets, prunes, leaves the bindings no longer used and records
-// what the pods realized.
-func (r *EmbeddingServerReconciler) carryOutChildren(ctx context.Context, scope *serverScope, plan serverPlan) (ctrl.Result, error) {
-	planned := plan.children
+// StatefulSets, prunes, and leaves every binding but the one in use (all
+// of them for mode None) whose storage no old StatefulSet and no pod of
+// the server still mounts (storagesInUse), so a binding is never released
+// while a StatefulSet still names its claims or a pod mounts them. From
+// then on status.cacheBinding names the binding in use: the pods mount it.
+func (r *EmbeddingServerReconciler) carryOutChildren(ctx context.Context, scope *serverScope, planned *childrenPlan) (ctrl.Result, error) {
 	if planned == nil {
 		return ctrl.Result{}, nil
 	}
@@ -79,20 +80,13 @@ func (r *EmbeddingServerReconciler) carryOutChildren(ctx context.Context, scope 
 		return ctrl.Result{}, err
 	}
 	scope.server.Status.CacheBinding = planned.keep
-	if err := r.ledger.Leave(ctx, scope.server, planned.keep, planned.inUse...); err != nil {
-		return ctrl.Result{}, err
-	}
-	if realized := plan.realized; realized != nil {
-		return result, r.recordRealized(ctx, scope, realized)
-	}
-	return result, nil
+	return result, r.ledger.Leave(ctx, scope.server, planned.keep, planned.inUse...)
 }
 
 // bind has the ledger find or create the requested binding and reference
 // it (ledger.Bind; provenance is resolved only when a binding is created,
 // since its source is immutable, and a problem with it is reported, never
-// a reason to wait), then grow its claims to the decision's size
-// (ledger.ExpandClaims). The answer is scope.bound, for reportBinding.
+// a reason to wait). The answer is scope.bound, for reportBinding.
 func (r *EmbeddingServerReconciler) bind(ctx context.Context, scope *serverScope, request *bindRequest) error {
 	if request == nil {
 		return nil
@@ -115,9 +109,6 @@ func (r *EmbeddingServerReconciler) bind(ctx context.Context, scope *serverScope
 		return err
 	}
 	answer.bound = bound
-	if !bound.ServerGone {
-		answer.refused = r.ledger.ExpandClaims(ctx, bound.Binding, scope.observed.claims)
-	}
 	scope.bound = answer
 	return nil
 }
@@ -146,6 +137,7 @@ func (r *EmbeddingServerReconciler) writePopulate(ctx context.Context, scope *se
 		log.Info("created populate Job", "job", job.Name, "binding", scope.binding.Name)
 		r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, embedopsv1.DownloadingReason, "Populate", "%s", write.created)
 	}
+	reportPopulate(scope.server, write.reason, write.message)
 	if err := r.ledger.ReportPopulate(ctx, scope.binding, write.reason, write.message); err != nil {
 		return err
 	}

@@ -145,8 +145,8 @@ func ownerLabels() *ssa.ResourceManager {
 // checkOwnership refuses to touch a child whose name is taken by an object
 // embedops does not own for this server, before any binding is made for it.
 // When the cache shows every child as the last unchanged apply found it
-// (childrenUnchanged), the names are ours and the check waits for the
-// apply phase, which makes it only if it has something to apply.
+// (childrenUnchanged), the names are ours and the check waits for
+// planChildren, which makes it only if there is something to apply.
 // While the cache has not shown the children the last apply created yet,
 // and the spec is the one that apply handled, the reconcile stops here and
 // writes nothing new: their arrival brings the server back (Owns), and

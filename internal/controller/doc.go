@@ -5,10 +5,11 @@
 //     them, observePlanActReport): observe reads what the cache shows of
 //     the server once; rounds of phases plan what to write (serverPlan),
 //     each followed by the act step (carryOut), which writes the round's
-//     plan through act and the ledger; a round ends where a decision needs
-//     a write's answer (the binding, a populate Job's commit); then the
-//     reporting phases set the status from what was observed and what the
-//     writes answered. No phase writes (TestOnlyTheActStepWrites);
+//     plan through act and the ledger; a round ends where the next decision
+//     needs a write's answer (the finalizer, the binding, the claims, a
+//     populate Job's commit, the applied children, the pods' record); then
+//     the reporting phases set the rest of the status. No phase writes
+//     (TestOnlyTheActStepWrites), a deleted server's reconcile included;
 //   - act: every write of the server reconcile outside the ledger (its
 //     children, populate Jobs, claims' labels, the finalizer and status);
 //   - ledger: every write to a ModelCacheBinding and its claims;

@@ -56,8 +56,8 @@ type modelReport struct {
 
 // planRealized reads the populate init containers of the server's pods
 // (modelReportOf) for reconcileModel, and plans the record of the commit
-// and content digest they realized, which the binding keeps once (the act
-// step writes it). Without the populate init container nothing is read.
+// and content digest they realized, which the binding keeps once.
+// Without the populate init container nothing is read.
 func (r *EmbeddingServerReconciler) planRealized(_ context.Context, scope *serverScope) (ctrl.Result, error) {
 	if scope.cache == nil || !scope.cache.Populated() || scope.binding == nil || scope.cache.Mode == embedopsv1.CacheModeShared {
 		return ctrl.Result{}, nil
@@ -71,9 +71,10 @@ func (r *EmbeddingServerReconciler) planRealized(_ context.Context, scope *serve
 }
 
 // reconcileModel sets ModelReady from the populate init containers of the
-// server's pods (planRealized read them) and warns, once per mismatch, when
-// pods resolved different commits. Without the populate init container
-// ModelReady is not reported.
+// server's pods (planRealized read them, and the act step recorded what
+// they realized) and warns, once per mismatch, when pods resolved
+// different commits. Without the populate init container ModelReady is
+// not reported.
 func (r *EmbeddingServerReconciler) reconcileModel(_ context.Context, scope *serverScope) (ctrl.Result, error) {
 	server := scope.server
 	if scope.cache == nil || !scope.cache.Populated() || scope.binding == nil {
@@ -106,9 +107,12 @@ func (r *EmbeddingServerReconciler) reconcileModel(_ context.Context, scope *ser
 	return ctrl.Result{}, nil
 }
 
-// recordRealized has the ledger fill the binding's unset realized fields;
-// they are immutable once set.
+// recordRealized has the ledger fill the binding's unset realized fields
+// with found, when not nil; they are immutable once set.
 func (r *EmbeddingServerReconciler) recordRealized(ctx context.Context, scope *serverScope, found *embedopsv1.RealizedCache) error {
+	if found == nil {
+		return nil
+	}
 	commit, err := r.ledger.RecordRealized(ctx, scope.binding, found)
 	if err != nil {
 		return err

@@ -25,6 +25,9 @@ type serverPlan struct {
 	// untrack are the binding's claims that lose their GitOps tracking
 	// labels (untrackPatch).
 	untrack []claimPatch
+	// expand: the ledger grows the claims of the binding in use that ask
+	// for less than its decision (ledger.ExpandClaims).
+	expand bool
 	// populate is the populate Job's write and the binding's report of
 	// it; nil when the server has no Job to run.
 	populate *populateWrite
@@ -50,7 +53,8 @@ type claimPatch struct {
 }
 
 // populateWrite is a populate Job's write, in the act step's order: the
-// Job created, the binding told, a Warning event, the failed Job deleted.
+// Job created, the server's ModelReady and Ready told (reportPopulate),
+// the binding told, a Warning event, the failed Job deleted.
 type populateWrite struct {
 	// create is a Job to create, and created the event that says so.
 	create  *batchv1.Job
@@ -99,6 +103,7 @@ func (r *EmbeddingServerReconciler) planChildren(ctx context.Context, scope *ser
 	if scope.childrenVerified && scope.rollout == nil {
 		same, err := r.desiredUnchanged(scope.server.UID, scope.children)
 		if err != nil {
+			scope.server.Status.Inventory = inventoryOf(scope.children)
 			return ctrl.Result{}, err
 		}
 		planned.apply = !same

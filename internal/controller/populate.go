@@ -84,12 +84,11 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 			message = fmt.Sprintf("populate Job %s cannot run yet: %s (it fails after --populate-deadline, then the server reports why)", job.Name, waiting.Message)
 		}
 	}
-	r.holdForPopulate(scope, embedopsv1.DownloadingReason, message)
 	write := &populateWrite{reason: embedopsv1.DownloadingReason, message: message}
 	if create {
 		write.create, write.created = job, jobCreatedMessage(scope, job.Name)
 	}
-	scope.plan.populate = write
+	holdForPopulate(scope, write)
 	return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 }
 
@@ -202,8 +201,9 @@ func (r *EmbeddingServerReconciler) reportPopulated(_ context.Context, scope *se
 
 // retryFailedJob plans the failure's report and holds the server; once the
 // Job has failed for populateRetryAfter it is planned for deletion, so the
-// next reconcile runs it again. A failed verify Job of an existing claim stalls the server as
-// ModelNotInClaim: the claim lacks the model, which only its user can fix.
+// next reconcile runs it again. A failed verify Job of an existing claim
+// stalls the server as ModelNotInClaim: the claim lacks the model, which
+// only its user can fix.
 func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *serverScope, job *batchv1.Job, detail string) (ctrl.Result, error) {
 	before := conditions.Get(scope.server, embedopsv1.ModelReadyCondition)
 	reason, message := embedopsv1.DownloadFailedReason, fmt.Sprintf("populate Job %s failed: %s", job.Name, detail)
@@ -212,15 +212,14 @@ func (r *EmbeddingServerReconciler) retryFailedJob(ctx context.Context, scope *s
 		message = fmt.Sprintf("the existing claim %s does not hold %s at %s (verify Job %s): %s",
 			scope.cache.ClaimName, scope.server.Spec.Model.Name, builder.ServedRevision(scope.server, scope.cache), job.Name, detail)
 	}
-	r.holdForPopulate(scope, reason, message)
+	write := &populateWrite{reason: reason, message: message, warn: before == nil || before.Reason != reason || before.Message != message}
+	holdForPopulate(scope, write)
 	if scope.cache.Existing {
 		// Only a human can fill the claim: Stalled, and verified again
 		// below once the failed Job is old enough.
 		conditions.MarkStalled(scope.server, reason, "%s", message)
 		scope.stalled = true
 	}
-	write := &populateWrite{reason: reason, message: message, warn: before == nil || before.Reason != reason || before.Message != message}
-	scope.plan.populate = write
 	wait := populateRetryAfter - r.now().Sub(jobFinishedAt(job))
 	if wait > 0 && !r.requestChanged(ctx, scope, job) {
 		return ctrl.Result{RequeueAfter: wait}, nil
@@ -246,12 +245,19 @@ func (r *EmbeddingServerReconciler) requestChanged(ctx context.Context, scope *s
 	return !equality.Semantic.DeepEqual(want, have)
 }
 
-// holdForPopulate reports the shared cache's download on ModelReady and
-// Ready, and stops the remaining phases.
-func (r *EmbeddingServerReconciler) holdForPopulate(scope *serverScope, reason, message string) {
-	conditions.MarkFalse(scope.server, embedopsv1.ModelReadyCondition, reason, "%s", message)
-	conditions.MarkFalse(scope.server, embedopsv1.ReadyCondition, reason, "%s", message)
+// holdForPopulate plans the populate Job's write, which reports the
+// download on ModelReady and Ready (reportPopulate), and stops the
+// remaining phases.
+func holdForPopulate(scope *serverScope, write *populateWrite) {
+	scope.plan.populate = write
 	scope.halted = true
+}
+
+// reportPopulate reports the populate Job's download, or its failure, on
+// ModelReady and Ready.
+func reportPopulate(server *embedopsv1.EmbeddingServer, reason, message string) {
+	conditions.MarkFalse(server, embedopsv1.ModelReadyCondition, reason, "%s", message)
+	conditions.MarkFalse(server, embedopsv1.ReadyCondition, reason, "%s", message)
 }
 
 // jobFailure is the failed Job's reason: its pod's error, else the Job's.

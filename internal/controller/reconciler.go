@@ -2,7 +2,7 @@ package controller
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -203,12 +203,15 @@ type serverScope struct {
 	// readLive: server is the API server's answer to a write of this
 	// reconcile (the finalizer), as live as an uncached read.
 	readLive bool
-	// populated: the populate Job succeeded, and its result is recorded
-	// in this reconcile (recordJobResult).
-	populated bool
+	// expansionRefused is how many claims the API server refused to
+	// expand (ledger.ExpandClaims), for CacheReady.
+	expansionRefused int
 	// modelReport is what the pods' populate init containers report, nil
 	// when none does; set by planRealized.
 	modelReport *modelReport
+	// populated: the populate Job succeeded, and its result is recorded
+	// in this reconcile (recordJobResult).
+	populated bool
 	// claimsWait is a pod that cannot be scheduled until its claims bind,
 	// set by reconcileDiagnostics: Ready stays Initializing, and the
 	// progress deadline applies to it (reconcileProgress).
@@ -312,35 +315,26 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 // observePlanActReport runs a reconcile: rounds of phases that read and
 // plan, each followed by the act step that writes their plan (carryOut),
-// then the phases that report from what was observed and what the writes
-// answered. A round ends where a later decision needs a write's answer:
-// the binding the ledger chose (the children mount it), and the commit a
-// populate Job resolved (the pods run it). A phase that stops the
-// reconcile or fails ends it after its round's act step, which writes what
-// was planned before; the reporting phases run only when none did.
+// then the phases that only report. A round ends where the next decision
+// needs a write's answer, so the writes and the decisions keep the order
+// of a reconcile that wrote as it went: the finalizer before anything
+// else; the binding the ledger chose, which the rest is built from; the
+// claims as their label patch and expansion left them, which CacheReady
+// reads; the commit a populate Job resolved, which the pods run; the
+// children as applied, which readiness waits on; the binding's record of
+// what the pods realized, before ModelReady reports it. A phase that
+// stops the reconcile or fails ends it after its round's act step, which
+// writes what the round planned; the later rounds run only when none did.
 func (r *EmbeddingServerReconciler) observePlanActReport(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	rounds := [][]phase{
-		{
-			{"observe", r.observe},
-			{"finalizer", r.reconcileFinalizer},
-			{"request", r.reconcileRequest},
-			{"accept", r.reconcileAccepted},
-			{"ownership", r.checkOwnership},
-			{"binding", r.reconcileBinding},
-		},
-		{
-			{"bound", r.reportBinding},
-			{"populate", r.reconcilePopulate},
-		},
-		{
-			{"populated", r.reportPopulated},
-			{"build", r.buildChildren},
-			{"plan", r.planChildren},
-			{"realized", r.planRealized},
-		},
+		{{"observe", r.observe}, {"finalizer", r.reconcileFinalizer}},
+		{{"request", r.reconcileRequest}, {"accept", r.reconcileAccepted}, {"ownership", r.checkOwnership}, {"binding", r.reconcileBinding}},
+		{{"bound", r.reportBinding}},
+		{{"cache", r.reportCache}, {"populate", r.reconcilePopulate}},
+		{{"populated", r.reportPopulated}, {"build", r.buildChildren}, {"plan", r.planChildren}},
+		{{"readiness", r.reconcileReadiness}, {"realized", r.planRealized}},
 	}
 	return r.runRounds(ctx, scope, rounds, []phase{
-		{"readiness", r.reconcileReadiness},
 		{"model", r.reconcileModel},
 		{"endpoint", r.reconcileEndpoint},
 		{"diagnostics", r.reconcileDiagnostics},
@@ -356,7 +350,7 @@ func (r *EmbeddingServerReconciler) runRounds(ctx context.Context, scope *server
 	for _, planning := range rounds {
 		planned, planErr := r.runPhases(ctx, scope, planning)
 		acted, actErr := r.runPhase(ctx, scope, phase{"act", r.carryOut})
-		if err := firstOrJoined(planErr, actErr); err != nil {
+		if err := roundError(planErr, actErr); err != nil {
 			return ctrl.Result{}, err
 		}
 		result = sooner(sooner(result, planned.RequeueAfter), acted.RequeueAfter)
@@ -371,16 +365,19 @@ func (r *EmbeddingServerReconciler) runRounds(ctx context.Context, scope *server
 	return sooner(result, reported.RequeueAfter), nil
 }
 
-// firstOrJoined is the one error that is not nil, as it is (a
-// reconcile.TerminalError stays one), or both joined.
-func firstOrJoined(a, b error) error {
+// roundError is a round's error: the planning's or the act step's, as
+// it is (a reconcile.TerminalError stays one); when both failed, the act
+// step's, which is retried, naming the planning's.
+func roundError(planErr, actErr error) error {
 	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
+	case actErr == nil:
+		return planErr
+	case planErr == nil:
+		return actErr
 	}
-	return errors.Join(a, b)
+	// Only the act step's is wrapped: a terminal planning error must not
+	// stop the retry of a write that failed.
+	return fmt.Errorf("%w (planning failed too: %s)", actErr, planErr.Error())
 }
 
 // readServer reads the server from the cache, or from the API server when

@@ -45,8 +45,13 @@ func TestOnlyTheActStepWrites(t *testing.T) {
 			t.Errorf("phase %s writes outside the act step: %s", name, path)
 		}
 	}
-	if act := phaseMethods(t, funcs, "runRounds"); !slices.Equal(act, []string{"carryOut"}) {
-		t.Errorf("runRounds runs %v as its act step, want carryOut", act)
+	if act := phaseMethods(t, funcs, "runRounds"); !slices.Equal(act, []string{"carryOut"}) || !actsInEachRound(funcs["runRounds"][0]) {
+		t.Errorf("runRounds runs %v as its act step, want carryOut in each round", act)
+	}
+	for _, name := range []string{"observePlanActReport", "runRounds", "reconcileDelete"} {
+		if writes := directWrites(funcs[name][0]); len(writes) > 0 {
+			t.Errorf("%s writes itself: %v", name, writes)
+		}
 	}
 	deletion := strings.Join(reachedWrites(funcs, "carryOutDeletion"), "\n")
 	for _, want := range []string{"act.Delete", "ledger.Leave"} {
@@ -117,6 +122,40 @@ func phaseMethods(t *testing.T, funcs map[string][]*ast.FuncDecl, name string) [
 		return true
 	})
 	return methods
+}
+
+// actsInEachRound reports whether fn's phase literal of carryOut is in
+// the body of a range loop (over the rounds).
+func actsInEachRound(fn *ast.FuncDecl) bool {
+	found := false
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		loop, ok := n.(*ast.RangeStmt)
+		if !ok {
+			return true
+		}
+		ast.Inspect(loop.Body, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "carryOut" {
+				found = true
+			}
+			return true
+		})
+		return true
+	})
+	return found
+}
+
+// directWrites lists the write calls in fn's own body.
+func directWrites(fn *ast.FuncDecl) []string {
+	var writes []string
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if write := writeCall(call); write != "" {
+				writes = append(writes, write)
+			}
+		}
+		return true
+	})
+	return writes
 }
 
 // reachedWrites lists the write calls fn reaches through the package's

@@ -51,8 +51,8 @@ func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverS
 		return ctrl.Result{}, err
 	}
 	result, err := r.carryOutChildren(ctx, scope, plan.children)
-	if err != nil || scope.halted {
-		return result, err
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	return result, r.recordRealized(ctx, scope, plan.realized)
 }

@@ -82,7 +82,7 @@ func (r *EmbeddingServerReconciler) reconcileModel(_ context.Context, scope *ser
 		return ctrl.Result{}, nil
 	}
 	if scope.cache.Mode == embedopsv1.CacheModeShared {
-		return ctrl.Result{}, nil // reconcilePopulate reported the shared cache.
+		return ctrl.Result{}, nil // reportPopulated reported the shared cache.
 	}
 	report := scope.modelReport
 	if report == nil {

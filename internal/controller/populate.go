@@ -48,9 +48,7 @@ func (r *EmbeddingServerReconciler) reconcilePopulate(ctx context.Context, scope
 	switch cache.Mode {
 	case embedopsv1.CacheModeShared:
 		if realized := binding.Status.Realized; realized != nil && realized.ResolvedCommit != "" {
-			conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,
-				"model commit %s is in %s", realized.ResolvedCommit, cacheDescription(cache))
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, nil // filled: reportPopulated says so.
 		}
 	case embedopsv1.CacheModePerReplica:
 		cache.ResolvedCommit = scope.resolvedCommit
@@ -182,16 +180,16 @@ func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *
 		found = &embedopsv1.RealizedCache{ResolvedCommit: outcome.result.ResolvedCommit}
 	}
 	scope.plan.populated = found
-	scope.populated = true
 	return ctrl.Result{}, nil
 }
 
-// reportPopulated reports a Shared cache whose populate Job succeeded in
-// this reconcile, with the commit the binding recorded (the act step's
-// answer); a PerReplica server's pods are built on that commit instead
-// (buildChildren).
+// reportPopulated reports a filled Shared cache on ModelReady, with the
+// commit the binding recorded: earlier, or by this reconcile's act step
+// from the populate Job's result. A PerReplica server's pods are built on
+// that commit instead (buildChildren), and report it themselves.
 func (r *EmbeddingServerReconciler) reportPopulated(_ context.Context, scope *serverScope) (ctrl.Result, error) {
-	if !scope.populated || scope.cache.Mode == embedopsv1.CacheModePerReplica {
+	cache := scope.cache
+	if cache == nil || !cache.Populated() || cache.Mode != embedopsv1.CacheModeShared || scope.resolvedCommit == "" {
 		return ctrl.Result{}, nil
 	}
 	conditions.MarkTrue(scope.server, embedopsv1.ModelReadyCondition, embedopsv1.DownloadedReason,

@@ -209,9 +209,6 @@ type serverScope struct {
 	// modelReport is what the pods' populate init containers report, nil
 	// when none does; set by planRealized.
 	modelReport *modelReport
-	// populated: the populate Job succeeded, and its result is recorded
-	// in this reconcile (recordJobResult).
-	populated bool
 	// claimsWait is a pod that cannot be scheduled until its claims bind,
 	// set by reconcileDiagnostics: Ready stays Initializing, and the
 	// progress deadline applies to it (reconcileProgress).

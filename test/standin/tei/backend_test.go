@@ -16,7 +16,7 @@ import (
 // holds the answer, which comes once the batch is done.
 func TestHealthWaitsBehindTheBatchesBeforeIt(t *testing.T) {
 	g := NewWithT(t)
-	thread := startBackendThread()
+	thread := startBackendThread(0)
 	release := occupy(thread)
 
 	answered := make(chan int, 1)
@@ -31,7 +31,7 @@ func TestHealthWaitsBehindTheBatchesBeforeIt(t *testing.T) {
 // ran, as TEI's BackendCommand::Health does behind its batches.
 func TestHealthAnswersOnlyAfterTheQueuedBatches(t *testing.T) {
 	g := NewWithT(t)
-	thread := startBackendThread()
+	thread := startBackendThread(0)
 	release := occupy(thread)
 	embed := &embedHandler{
 		modelID: testModel, model: &model{dim: 8}, maxBatch: 4, compute: 20 * time.Millisecond,
@@ -57,6 +57,29 @@ func TestHealthAnswersOnlyAfterTheQueuedBatches(t *testing.T) {
 	for range batches {
 		g.Eventually(embedded).Should(Receive(Equal(http.StatusOK)))
 	}
+}
+
+// A backend that dies at its second batch fails that batch and every one
+// after it with TEI's 424, and /health answers 503 at once, even queued
+// behind batches: they fail without computing.
+func TestADeadBackendFailsEveryBatchAndHealth(t *testing.T) {
+	g := NewWithT(t)
+	thread := startBackendThread(2)
+	embed := &embedHandler{
+		modelID: testModel, model: &model{dim: 8}, maxBatch: 4, compute: time.Hour,
+		metrics: newMetrics(), log: slog.New(slog.DiscardHandler), backend: thread,
+	}
+	g.Expect(statusOf(healthHandler(thread), http.MethodGet, "/health", "")).To(Equal(http.StatusOK))
+	embed.compute = 0
+	g.Expect(statusOf(embed, http.MethodPost, "/embed", `{"inputs": "a"}`)).To(Equal(http.StatusOK), "the first batch computes")
+	embed.compute = time.Hour
+	for batch := 2; batch <= 4; batch++ {
+		g.Expect(statusOf(embed, http.MethodPost, "/embed", `{"inputs": "a"}`)).To(Equal(http.StatusFailedDependency), "batch %d computes nothing", batch)
+	}
+	w := httptest.NewRecorder()
+	healthHandler(thread).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/health", nil))
+	g.Expect(w.Code).To(Equal(http.StatusServiceUnavailable))
+	g.Expect(w.Body.String()).To(MatchJSON(`{"error": "unhealthy", "error_type": "Unhealthy"}`))
 }
 
 // occupy holds the backend thread with a command until the returned

@@ -25,6 +25,15 @@ const BackendsVariable = "EMBEDOPS_STANDIN_BACKENDS"
 // setting: its batches take what the model takes.
 const BatchComputeVariable = "EMBEDOPS_STANDIN_BATCH_COMPUTE"
 
+// BackendDiesAtVariable names the variable of the stand-in that kills its
+// backend at that /embed batch (a positive integer; unset, never): the
+// batch fails, and from then on every batch fails with 424 and /health
+// answers 503 at once while the port stays open, as a TEI whose backend
+// hit a CUDA error does (v1.9.3 backends/src/lib.rs, Backend::health;
+// router/src/http/server.rs, ErrorType). A restarted container starts
+// with a live backend again. TEI reads no such setting.
+const BackendDiesAtVariable = "EMBEDOPS_STANDIN_BACKEND_DIES_AT_BATCH"
+
 // defaultBackends are those of the cpu images (Dockerfile: `--features
 // ort,candle`), ORT first (backends/src/lib.rs, init_backend).
 var defaultBackends = []string{backendORT, backendCandle}
@@ -60,6 +69,8 @@ type config struct {
 	backends          []string
 	// batchCompute is how long each batch computes at least.
 	batchCompute time.Duration
+	// backendDiesAt is the batch at which the backend dies, 0 for never.
+	backendDiesAt int
 }
 
 // configOf reads the parsed arguments and the environment.
@@ -92,7 +103,10 @@ func configOf(p tei.Parsed, env map[string]string) (config, error) {
 	if c.backends, err = backendsOf(env[BackendsVariable]); err != nil {
 		return config{}, err
 	}
-	c.batchCompute, err = batchComputeOf(env[BatchComputeVariable])
+	if c.batchCompute, err = batchComputeOf(env[BatchComputeVariable]); err != nil {
+		return config{}, err
+	}
+	c.backendDiesAt, err = backendDiesAtOf(env[BackendDiesAtVariable])
 	return c, err
 }
 
@@ -173,4 +187,19 @@ func batchComputeOf(value string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: want a duration such as 1s: %w", BatchComputeVariable, err)
 	}
 	return d, nil
+}
+
+// backendDiesAtOf parses the backend death variable; empty is never.
+func backendDiesAtOf(value string) (int, error) {
+	if value == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(value)
+	if err == nil && n < 1 {
+		err = errors.New("not positive")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s: want a batch number such as 1: %w", BackendDiesAtVariable, err)
+	}
+	return n, nil
 }

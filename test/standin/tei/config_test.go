@@ -40,6 +40,15 @@ func TestConfigFollowsTEIDefaults(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring(BatchComputeVariable+": want a duration")), bad)
 	}
 
+	g.Expect(c.backendDiesAt).To(BeZero(), "the backend never dies unless told")
+	c, err = configOf(parsed, map[string]string{BackendDiesAtVariable: "3"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.backendDiesAt).To(Equal(3))
+	for _, bad := range []string{"0", "-1", "soon"} {
+		_, err = configOf(parsed, map[string]string{BackendDiesAtVariable: bad})
+		g.Expect(err).To(MatchError(ContainSubstring(BackendDiesAtVariable+": want a batch number")), bad)
+	}
+
 	_, err = configOf(parsed, map[string]string{BackendsVariable: "python"})
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown backend "python"`)))
 }

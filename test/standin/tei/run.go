@@ -79,7 +79,7 @@ func serve(ctx context.Context, c config, log *slog.Logger, ready listening) err
 		return fmt.Errorf("could not listen for metrics on %s: %w", c.promAddr(), err)
 	}
 	servers := []*http.Server{
-		{Handler: router(c, m, mt, log, startBackendThread()), ReadHeaderTimeout: time.Minute},
+		{Handler: router(c, m, mt, log, startBackendThread(c.backendDiesAt)), ReadHeaderTimeout: time.Minute},
 		{Handler: mt.handler(), ReadHeaderTimeout: time.Minute},
 	}
 	return serveUntilDone(ctx, servers, []net.Listener{api, prom}, log, ready)

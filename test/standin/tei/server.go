@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -25,11 +26,12 @@ func router(c config, m *model, mt *metrics, log *slog.Logger, b *backendThread)
 
 // healthHandler answers /health once the backend thread has run a health
 // command after the work queued before it (TEI v1.9 router/src/http/
-// server.rs health calls infer.health, which sends BackendCommand::Health).
+// server.rs health calls infer.health, which sends BackendCommand::Health):
+// 200, or 503 with TEI's ErrorResponse when the backend is dead.
 func healthHandler(b *backendThread) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := b.do(r.Context(), func() {}); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
+		if err := b.health(r.Context()); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "unhealthy", "error_type": "Unhealthy"})
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -96,9 +98,9 @@ func (h *embedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.metrics.queueDuration.Observe(inference.Sub(start).Seconds())
 	normalize := req.Normalize == nil || *req.Normalize
 	var out [][]float32
-	if err := h.backend.do(r.Context(), func() { out = batchEmbeddings(h.modelID, texts, h.model.dim, normalize, h.compute) }); err != nil {
+	if err := h.backend.embed(r.Context(), func() { out = batchEmbeddings(h.modelID, texts, h.model.dim, normalize, h.compute) }); err != nil {
 		h.metrics.requestFailure.WithLabelValues("backend").Inc()
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error(), "error_type": "Backend"})
+		writeJSON(w, backendErrorStatus(err), map[string]string{"error": "Backend error: " + err.Error(), "error_type": "Backend"})
 		return
 	}
 	h.metrics.inferenceDuration.Observe(time.Since(inference).Seconds())
@@ -106,6 +108,16 @@ func (h *embedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.metrics.requestSuccess.WithLabelValues(method).Inc()
 	h.metrics.requestDuration.Observe(time.Since(start).Seconds())
 	writeJSON(w, http.StatusOK, out)
+}
+
+// backendErrorStatus is the status of a batch that failed with err: 424,
+// TEI's for ErrorType::Backend (router/src/http/server.rs), when the
+// backend failed it; 503 when the request ended before its turn.
+func backendErrorStatus(err error) int {
+	if errors.Is(err, errBackendDead) {
+		return http.StatusFailedDependency
+	}
+	return http.StatusServiceUnavailable
 }
 
 // decodeEmbed reads the JSON body as axum's Json extractor does: 415

@@ -87,6 +87,28 @@ func TestEmbedAnswersDeterministicVectors(t *testing.T) {
 	g.Expect(body).To(ContainSubstring("`inputs` cannot be empty"))
 }
 
+// With its backend dead the router keeps its port: /health answers 503,
+// /embed 424, /info and /metrics 200.
+func TestADeadBackendKeepsThePortOpen(t *testing.T) {
+	g := NewWithT(t)
+	p := serving(t, nil, map[string]string{BackendDiesAtVariable: "1"})
+	base := "http://" + p.api
+	status, _ := get(g, base+"/health", "")
+	g.Expect(status).To(Equal(http.StatusOK), "alive until its first batch")
+
+	status, body := embed(g, p, "", `{"inputs": "a"}`)
+	g.Expect(status).To(Equal(http.StatusFailedDependency))
+	g.Expect(body).To(ContainSubstring(`"error_type":"Backend"`))
+	status, _ = get(g, base+"/health", "")
+	g.Expect(status).To(Equal(http.StatusServiceUnavailable))
+	for _, open := range []string{base + "/info", base + "/metrics"} {
+		status, _ = get(g, open, "")
+		g.Expect(status).To(Equal(http.StatusOK), open)
+	}
+	_, body = get(g, base+"/metrics", "")
+	g.Expect(body).To(ContainSubstring(`te_request_failure{err="backend"} 1`))
+}
+
 func TestMetricsAreServedOnBothPorts(t *testing.T) {
 	g := NewWithT(t)
 	p := serving(t, nil, nil)

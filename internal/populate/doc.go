@@ -79,6 +79,7 @@
 //	models--org--name/refs/<commit>                  the commit itself, so TEI started on --revision=<commit> finds the snapshot
 //	models--org--name/.embedops/<commit>.json        manifest: names, blobs, sizes, sha256s and the content digest
 //	.locks/models--org--name/<blob>.lock             advisory lock held while a blob is written
+//	.locks/models--org--name/folder.lock             advisory lock on the model's folder: shared, or exclusive to prune
 //
 // Links, refs and manifests are replaced atomically, by a rename from a
 // uniquely named temporary file. The manifest is written last and marks a
@@ -94,20 +95,29 @@
 //
 // # Pruning
 //
-// With Options.Prune (`embedops populate` prunes unless --prune=false), a
-// run that downloads a new commit first deletes every snapshot a manifest
-// marks complete except that commit's and the one the last successful run
-// left (.embedops/latest), following huggingface_hub's rule for deleting a
-// revision (utils/_cache_manager.py, HFCacheInfo.delete_revisions): the
-// refs naming it, its snapshot folder, the blobs no other snapshot links,
-// then its manifest. Snapshots other programs wrote (no manifest) are never
-// pruned. A PerReplica claim is only ever mounted by its one replica's pod,
-// so the pod that served the last commit is gone when its successor's init
-// container prunes; that commit is kept anyway, for a rollback. Such a run
-// also reports its filesystem's free bytes (statfs) and what pruning for
-// the next commit would free (Result.FreeBytes, Result.ReclaimableBytes).
-// Pruning assumes one populator writes a model's folder at a time: a
-// PerReplica claim's init container, or a Shared claim's one Job.
+// Only with Options.Prune (`embedops populate --prune`; nothing is deleted
+// otherwise, as huggingface_hub deletes only when asked), a run that
+// downloads a new commit first deletes every snapshot a manifest marks
+// complete except that commit's and the one the last successful run left
+// (.embedops/latest), also when that is the commit fetched, following
+// huggingface_hub's rule for deleting a revision (utils/_cache_manager.py,
+// HFCacheInfo.delete_revisions): the refs naming it, its snapshot folder,
+// the blobs no other snapshot links, then its manifest. A blob a kept
+// manifest names stays, linked or not. Snapshots other programs wrote (no
+// manifest) are never pruned, nor is anything when the hub's listing lacks
+// a file's blob id (a mirror's names-only listing cannot say which blobs
+// the new commit wants). A PerReplica claim is only ever mounted by its one
+// replica's pod, so the pod that served the last commit is gone when its
+// successor's init container prunes; that commit is kept anyway, for a
+// rollback. Such a run also reports its filesystem's free bytes (statfs)
+// and what pruning for the next commit would free (Result.FreeBytes,
+// Result.ReclaimableBytes). A pruning run holds the model's folder lock
+// exclusively from its first write to its end, and every other run holds it
+// shared, so pruning never deletes what another populator fetches or
+// checks; where locks are unsupported nothing is pruned. TEI and the
+// HuggingFace libraries take no such lock: the controller prunes only where
+// one pod mounts a claim (a PerReplica claim's init container) or one Job
+// writes it (a Shared claim's, podReplacementPolicy Failed).
 //
 // # Resuming without the hub
 //

@@ -8,10 +8,15 @@ import (
 	"syscall"
 )
 
-// tryLock takes an exclusive advisory lock on f without waiting, and reports
+// tryLock takes an advisory lock on f without waiting, exclusive or shared
+// (flock(2): any number of shared locks, or one exclusive), and reports
 // whether it got it.
-func tryLock(f *os.File) (bool, error) {
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+func tryLock(f *os.File, exclusive bool) (bool, error) {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		return false, nil
 	}

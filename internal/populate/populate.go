@@ -74,8 +74,8 @@ type Options struct {
 	Verify Verify
 	// Prune deletes, before a new commit is downloaded, every snapshot a
 	// manifest marks complete but the new one and the one the last run left
-	// (see the package documentation, Pruning). Only for a cache one
-	// populator writes at a time.
+	// (see the package documentation, Pruning), holding the model's folder
+	// alone while it runs. Off by default: deletion only when asked.
 	Prune bool
 	// Log receives progress; discarded if nil.
 	Log *slog.Logger
@@ -131,6 +131,10 @@ type populator struct {
 	// them in the manifest ("all", or "tei:" and the backends).
 	backends  []Backend
 	selection string
+	// leave releases the model folder's lock once enterFolder took it;
+	// alone says the run holds the folder alone, so it may prune.
+	leave func()
+	alone bool
 }
 
 // selectAll is the selection of a run without an image.
@@ -172,6 +176,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	p, err := newPopulator(opts)
 	if err != nil {
 		return nil, err
+	}
+	defer p.leaveFolder()
+	if p.cache.folderExists() {
+		if err := p.enterFolder(ctx); err != nil {
+			return nil, err
+		}
 	}
 	result, err := p.run(ctx)
 	if err != nil {
@@ -318,6 +328,9 @@ func (p *populator) download(ctx context.Context, info *revisionInfo) (*Result, 
 	listing, err := planFiles(info.Siblings)
 	if err != nil {
 		return nil, fmt.Errorf("model %q at %s: %w", p.model, commit, err)
+	}
+	if err := p.enterFolder(ctx); err != nil {
+		return nil, err
 	}
 	if err := p.pruneAllBut(commit, listing); err != nil {
 		return nil, err

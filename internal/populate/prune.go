@@ -106,26 +106,30 @@ func (c cacheRepo) completeCommits() ([]string, error) {
 
 // planPruning is what pruning every complete snapshot but keep frees: the
 // blobs the pruned manifests name that no other snapshot links (a kept
-// one, one a populator left incomplete, or another program's) and that
-// are not among wanted, the blobs the commit being fetched lists.
+// one, one a populator left incomplete, or another program's), that no
+// kept manifest names (a kept snapshot missing a link still needs its
+// blob), and that are not among wanted, the blobs the commit being
+// fetched lists.
 func (c cacheRepo) planPruning(keep []string, wanted map[string]bool) (pruning, error) {
 	commits, err := c.completeCommits()
 	if err != nil {
 		return pruning{}, err
 	}
 	var plan pruning
-	named := map[string]bool{}
+	named, kept := map[string]bool{}, map[string]bool{}
 	for _, commit := range commits {
-		if slices.Contains(keep, commit) {
-			continue
-		}
 		m, ok, err := c.readManifest(commit)
 		if err != nil || !ok {
-			continue // a damaged manifest does not say what its snapshot names: kept
+			continue // a damaged manifest does not say what its snapshot names: kept, its links count
 		}
-		plan.commits = append(plan.commits, commit)
+		blobs := named
+		if slices.Contains(keep, commit) {
+			blobs = kept
+		} else {
+			plan.commits = append(plan.commits, commit)
+		}
 		for _, f := range m.Files {
-			named[f.Blob] = true
+			blobs[f.Blob] = true
 		}
 	}
 	if len(plan.commits) == 0 {
@@ -136,7 +140,7 @@ func (c cacheRepo) planPruning(keep []string, wanted map[string]bool) (pruning, 
 		return pruning{}, err
 	}
 	for blob := range named {
-		if linked[blob] || wanted[blob] {
+		if linked[blob] || kept[blob] || wanted[blob] {
 			continue
 		}
 		info, err := os.Stat(c.blobPath(blob))

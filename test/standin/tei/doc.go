@@ -23,4 +23,8 @@
 //     into one batch (core/src/queue.rs) and hands its backend one batch at
 //     a time (core/src/infer.rs, backend_task), so a saturated TEI misses a
 //     probe's timeout when one batch takes longer than it.
+//   - EMBEDOPS_STANDIN_BACKEND_DIES_AT_BATCH=n kills the backend at its
+//     n-th /embed batch, as a CUDA error kills TEI's: that batch and every
+//     one after it fail with 424, /health answers 503 at once, and the
+//     port stays open (backends/src/lib.rs, Backend::health).
 package main

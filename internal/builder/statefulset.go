@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +34,7 @@ const (
 	// metricsPortEnv and metricsPortFlag set TEI's Prometheus port.
 	metricsPortEnv  = "PROMETHEUS_PORT"
 	metricsPortFlag = "--prometheus-port"
-	// healthPath is TEI's health endpoint, probed by the startup and
-	// readiness probes.
+	// healthPath is TEI's health endpoint, asked by every probe.
 	healthPath = "/health"
 	// defaultContainerAnnotation makes kubectl logs and exec pick the TEI
 	// container when a patch adds sidecars.
@@ -63,12 +63,24 @@ const (
 	// the Service after 30s of failed health checks.
 	readinessPeriodSeconds    = 10
 	readinessFailureThreshold = 3
-	// livenessPeriodSeconds and livenessFailureThreshold restart a pod after
-	// 2 minutes without a listener, well after it stopped receiving
-	// traffic.
-	livenessPeriodSeconds    = 20
-	livenessFailureThreshold = 6
+	// livenessPeriodSeconds and livenessFailureThreshold restart a pod whose
+	// backend died within DeadBackendRestartBound; livenessTimeoutSeconds
+	// lets a busy one answer late (LivenessProbe).
+	livenessPeriodSeconds    = 10
+	livenessFailureThreshold = 3
+	livenessTimeoutSeconds   = 60
+	// podGracePeriodSeconds is the pod's terminationGracePeriodSeconds,
+	// which the builder leaves to the API default (kubernetes v1.37.2
+	// staging/src/k8s.io/api/core/v1/types.go,
+	// DefaultTerminationGracePeriodSeconds; pkg/apis/core/v1/defaults.go).
+	podGracePeriodSeconds = corev1.DefaultTerminationGracePeriodSeconds
 )
+
+// DeadBackendRestartBound is how long after its backend dies a TEI
+// container is restarted at the latest (LivenessProbe): failureThreshold
+// failed probes a period apart, then the kill, which the pod's grace
+// period bounds.
+const DeadBackendRestartBound = (livenessPeriodSeconds*livenessFailureThreshold + podGracePeriodSeconds) * time.Second
 
 // runAsID is the non-root user, group and fsGroup of TEI pods. TEI images run
 // as root by default, so runAsNonRoot needs an explicit user; the fsGroup
@@ -338,31 +350,46 @@ func port(server *embedopsv1.EmbeddingServer) int32 {
 	return server.Spec.Port
 }
 
-// LivenessProbe opens a TCP connection to TEI's HTTP port. TEI answers
-// /health by sending BackendCommand::Health down the same channel as the
-// embedding batches, which one backend thread runs in turn (TEI v1.9.3
-// backends/src/lib.rs, Backend::health and BackendThread::new), so a
-// saturated server answers it only after the batches before it and misses
-// the probe's timeout: a liveness probe on /health restarts a server when
-// it is busiest. The router's listener accepts connections whatever the
-// queue (router/src/http/server.rs, axum::serve on its TcpListener), and
-// the kubelet's TCP probe succeeds once a connection to the pod's address
-// opens within timeoutSeconds, which it closes at once (kubernetes v1.37.2
-// pkg/probe/tcp/tcp.go, DoTCPProbe; pkg/kubelet/prober/prober.go), so it
-// shows that the process lives. The kubelet restarts the container after
-// failureThreshold failures in a row (pkg/kubelet/prober/worker.go;
-// pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions).
-// Readiness stays on /health and takes a saturated pod out of the Service
-// instead; test/node's TestSaturatedServerIsNotRestarted checks both on a
-// real kubelet.
+// LivenessProbe asks TEI's /health with a timeout long enough for a busy
+// server to answer, so that the kubelet restarts a TEI whose backend died
+// and never one that is only busy. The kubelet's HTTP probe fails on a
+// status outside 200-399 and on a timeout (kubernetes v1.37.2
+// pkg/probe/http/http.go, DoHTTPProbe), so the two must differ in time,
+// and in TEI v1.9.3 they do:
+//
+//   - Dead: after a backend error such as a CUDA fault the router keeps
+//     its port and every command fails at once; /health, with the
+//     backend's health watch false, runs a one-token batch, which fails,
+//     and answers 503 (backends/src/lib.rs, Backend::health and
+//     BackendThread::new; router/src/http/server.rs, health and ErrorType
+//     Unhealthy). A TCP probe passes: the pod would stay Running and
+//     unready for ever.
+//   - Busy: /health sends BackendCommand::Health down the channel of the
+//     embedding batches and waits its turn (backends/src/lib.rs), but the
+//     router hands the backend one batch at a time and awaits it
+//     (core/src/infer.rs, backend_task), so /health waits for at most the
+//     batch being computed (at most 4 sequences on candle's CPU backend, 8
+//     on ORT's: backends/candle/src/lib.rs, backends/ort/src/lib.rs,
+//     max_batch_size), then answers 200. A timeout of
+//     livenessTimeoutSeconds is many such batches; a backend that takes
+//     longer for one is indistinguishable from a hung one, and is
+//     restarted after failureThreshold timeouts. A model whose batches take
+//     longer raises it with spec.podTemplate. Readiness keeps its short
+//     timeout and takes a busy pod out of the Service instead.
+//
+// The bound: the first probe after the death comes within periodSeconds
+// and the kubelet acts on failureThreshold failures in a row
+// (pkg/kubelet/prober/worker.go, doProbe), 10 s x 3; it then kills the
+// container within the pod's grace period, preStop included, and starts it
+// again in the same sync (pkg/kubelet/kuberuntime/kuberuntime_manager.go,
+// computePodActions; kuberuntime_container.go, setTerminationGracePeriod,
+// as the probe sets no grace period of its own): DeadBackendRestartBound,
+// 30 s + 30 s. test/node's TestDeadBackendIsRestarted and
+// TestSaturatedServerIsNotRestarted check both on a real kubelet.
 func LivenessProbe() *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}},
-		PeriodSeconds:    livenessPeriodSeconds,
-		TimeoutSeconds:   probeTimeoutSeconds,
-		SuccessThreshold: 1,
-		FailureThreshold: livenessFailureThreshold,
-	}
+	live := probe(livenessPeriodSeconds, livenessFailureThreshold)
+	live.TimeoutSeconds = livenessTimeoutSeconds
+	return live
 }
 
 // probe is an HTTP GET of healthPath on the container port.

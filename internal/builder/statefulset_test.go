@@ -202,8 +202,6 @@ func TestStatefulSetProbes(t *testing.T) {
 		return time.Duration(p.PeriodSeconds*p.FailureThreshold) * time.Second
 	}
 	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}}
-	// Liveness never asks /health, which waits behind TEI's batches.
-	listener := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}
 	cases := []struct {
 		name      string
 		probe     *corev1.Probe
@@ -213,7 +211,7 @@ func TestStatefulSetProbes(t *testing.T) {
 	}{
 		{"startup waits for a long download", c.StartupProbe, health, time.Hour, 2 * time.Hour},
 		{"readiness reacts quickly", c.ReadinessProbe, health, 10 * time.Second, time.Minute},
-		{"liveness is slower than readiness and asks the listener only", c.LivenessProbe, listener, window(c.ReadinessProbe) + time.Second, 5 * time.Minute},
+		{"liveness sees a dead backend's prompt 503 as quickly as readiness", c.LivenessProbe, health, window(c.ReadinessProbe), window(c.ReadinessProbe)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,6 +222,41 @@ func TestStatefulSetProbes(t *testing.T) {
 			g.Expect(tc.probe.SuccessThreshold).To(Equal(int32(1)))
 			g.Expect(window(tc.probe)).To(And(BeNumerically(">=", tc.minWindow), BeNumerically("<=", tc.maxWindow)))
 		})
+	}
+}
+
+// TestLivenessWaitsOutABusyServerAndRestartsADeadOne checks the numbers
+// builder.LivenessProbe's comment derives: a busy TEI answers /health late,
+// a dead one answers 503 at once.
+func TestLivenessWaitsOutABusyServerAndRestartsADeadOne(t *testing.T) {
+	sts, err := builder.StatefulSet(server("minimal"), nil, builder.Facts{})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	c := embeddingContainer(sts.Spec.Template)
+	seconds := func(s int32) time.Duration { return time.Duration(s) * time.Second }
+	cases := []struct {
+		name  string
+		check func(g Gomega)
+	}{
+		{"a busy server may answer after readiness gave up on it", func(g Gomega) {
+			g.Expect(seconds(c.LivenessProbe.TimeoutSeconds)).To(BeNumerically(">", seconds(c.ReadinessProbe.PeriodSeconds*c.ReadinessProbe.FailureThreshold)))
+		}},
+		{"a busy server may answer late at least a minute", func(g Gomega) {
+			g.Expect(seconds(c.LivenessProbe.TimeoutSeconds)).To(BeNumerically(">=", time.Minute))
+		}},
+		{"a dead backend is restarted within the bound: the failures, then the kill", func(g Gomega) {
+			failures := seconds(c.LivenessProbe.PeriodSeconds * c.LivenessProbe.FailureThreshold)
+			kill := seconds(corev1.DefaultTerminationGracePeriodSeconds)
+			g.Expect(sts.Spec.Template.Spec.TerminationGracePeriodSeconds).To(BeNil(), "the bound counts the API default")
+			g.Expect(c.LivenessProbe.TerminationGracePeriodSeconds).To(BeNil(), "the bound counts the pod's grace period")
+			g.Expect(builder.DeadBackendRestartBound).To(Equal(failures + kill))
+			g.Expect(builder.DeadBackendRestartBound).To(BeNumerically("<=", 2*time.Minute))
+		}},
+		{"the kill leaves TEI time after the drain", func(g Gomega) {
+			g.Expect(seconds(corev1.DefaultTerminationGracePeriodSeconds)).To(BeNumerically(">", seconds(int32(c.Lifecycle.PreStop.Sleep.Seconds))))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.check(NewWithT(t)) })
 	}
 }
 

@@ -27,7 +27,8 @@ import (
 // next /embed once the last is answered, for saturationLoad, to a stand-in
 // whose every batch computes for saturationBatch on its one backend thread.
 // A /health then waits behind about saturationClients batches, twice the
-// probes' 5 s timeout (internal/builder).
+// readiness probe's 5 s timeout and a sixth of the liveness probe's 60 s
+// (internal/builder).
 const (
 	saturationClients = 10
 	saturationBatch   = time.Second
@@ -53,9 +54,9 @@ var saturationCPU = resource.MustParse("250m")
 // /embed for two minutes, at its pod's address, while the kubelet probes
 // it: /health, which waits behind the batches, misses the readiness
 // probe's timeout, and the pod leaves the Service for a while; liveness
-// only opens a connection (builder.LivenessProbe), so the container is
-// never restarted, every request is answered, and the server is Ready
-// again once the load ends.
+// asks /health too but waits for the late answer (builder.LivenessProbe),
+// so it never fails, the container is never restarted, every request is
+// answered, and the server is Ready again once the load ends.
 func TestSaturatedServerIsNotRestarted(t *testing.T) {
 	requireNode(t)
 	t.Parallel()
@@ -82,6 +83,7 @@ func TestSaturatedServerIsNotRestarted(t *testing.T) {
 		saturationLoad, saturationClients, saturationBatch, load.answered, load.failed, probes["Readiness"], probes["Liveness"], restarts)
 
 	g.Expect(probes["Readiness"]).To(BeNumerically(">", 0), "/health missed the readiness probe's timeout: the server was saturated")
+	g.Expect(probes["Liveness"]).To(BeZero(), "/health answered later than the liveness probe's timeout")
 	g.Expect(restarts).To(BeZero(), "the saturated container was restarted")
 	g.Expect(after.UID).To(Equal(pod.UID), "the pod was replaced")
 	g.Expect(podReady(after)).To(BeTrue())

@@ -104,7 +104,7 @@ func listStored(ctx context.Context, g Gomega, namespace string, kind schema.Gro
 //     a spec; status is its report and may change);
 //   - a StatefulSet's identity, generation, spec or revision: a new pod
 //     template is a rolling restart of the server, a new claim template a
-//     recreated StatefulSet;
+//     recreated StatefulSet (but for the one intended roll, intendedRoll);
 //   - a binding's identity, generation, spec (its decision and source) or
 //     the record in its status (phase, references, realized cache,
 //     retirement times, successor); only its conditions, a report, may be
@@ -123,6 +123,7 @@ func compareSnapshots(t *testing.T, before, after *snapshot) {
 		if !ok {
 			continue
 		}
+		b = intendedRoll(t, name, b, a)
 		if a.UID != b.UID || a.Generation != b.Generation {
 			t.Errorf("StatefulSet %s: uid %s generation %d became uid %s generation %d", name, b.UID, b.Generation, a.UID, a.Generation)
 		}

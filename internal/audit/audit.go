@@ -22,6 +22,12 @@ type Options struct {
 	// The search usually stops early; it ends with done == total. All
 	// starts again from zero for each binding.
 	Progress func(done, total int)
+	// DeclaredHosts, when set, are the only hosts All fetches a Declared
+	// binding's repository from; any other makes it Unverifiable. Not used
+	// with a local RepositoryOptions.Path, which fetches nothing.
+	DeclaredHosts *DeclaredHosts
+	// fetching is set by All when it clones each binding's repository.
+	fetching bool
 }
 
 // sha1Commit is a full SHA-1 commit id; go-git reads SHA-1 repositories.
@@ -51,6 +57,9 @@ func Audit(ctx context.Context, repo *git.Repository, binding *embedopsv1.ModelC
 // be opened, tried once per set of credentials, makes its bindings
 // Unverifiable.
 func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.ModelCacheBinding, opts Options) []Result {
+	if repos.Path == "" {
+		opts.fetching = true
+	}
 	a := newAuditor(opts)
 	type openedRepository struct {
 		repo *git.Repository
@@ -127,8 +136,12 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 		RecordedCommit: source.Commit,
 		Artifact:       source.Artifact,
 	}
+	res.Attestation, res.AttestedBy = attestationOf(source)
 	selfChecked := integrity(binding.Spec)
 	if reason := unverifiableSource(source); reason != "" {
+		return concluded(res, selfChecked, reason)
+	}
+	if reason := a.opts.DeclaredHosts.refusal(source); reason != "" && a.opts.fetching {
 		return concluded(res, selfChecked, reason)
 	}
 	repo, err := open()

@@ -27,6 +27,12 @@ type Result struct {
 	Binding string `json:"binding"`
 	// Result is the verdict.
 	Result Outcome `json:"result"`
+	// Attestation says who vouches for the recorded revision: a GitOps
+	// tool's status, or only an annotation.
+	Attestation Attestation `json:"attestation"`
+	// AttestedBy names the GitOps object whose status gave the revision,
+	// "Kustomization flux-system/apps", when Attested.
+	AttestedBy string `json:"attestedBy,omitempty"`
 	// Reason says why a binding is Unverifiable, or why a Mismatch found in
 	// the binding alone could not be compared with the manifest, or for a
 	// Verified binding why its origin commit is uncertain.

@@ -39,6 +39,13 @@ type auditOptions struct {
 	// argoNamespace is Argo CD's own namespace, where it keeps its
 	// repository Secrets and its known hosts and TLS certificates.
 	argoNamespace string
+	// allowDeclaredHosts are hosts a Declared binding's repository may be
+	// cloned from besides those of the cluster's Flux and Argo CD sources.
+	allowDeclaredHosts []string
+	// requireAttested fails the audit on a binding whose revision no
+	// GitOps tool attests; requireVerified on one not Verified.
+	requireAttested bool
+	requireVerified bool
 }
 
 func newAuditCommand() *cobra.Command {
@@ -54,7 +61,12 @@ func newAuditCommand() *cobra.Command {
 			"GitRepository's secretRef with its ca.crt, tls.crt and tls.key, or an OCIRepository's certSecretRef;\n" +
 			"Argo CD's repository or repo-creds Secret, SSH known hosts and TLS certificates, read from Argo CD's own\n" +
 			"namespace, --argocd-namespace); else anonymously over HTTP(S) and with the SSH agent over SSH. SSH host\n" +
-			"keys and TLS certificates are always checked.",
+			"keys and TLS certificates are always checked.\n\n" +
+			"The SOURCE column says who vouches for the recorded revision: Attested (a Flux Kustomization's or Argo CD\n" +
+			"Application's status), Declared (only the server's embedops.dev/source-* annotations) or Unattested.\n" +
+			"A Declared repository is cloned only from a host a Flux source or Argo CD Application of the cluster\n" +
+			"uses, or one --allow-declared-host names; otherwise the binding is Unverifiable. --require-attested and\n" +
+			"--require-verified make a CI gate: exit status 4 when a binding is not Attested or not Verified.",
 		RunE: func(cmd *cobra.Command, names []string) error {
 			return runAudit(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, names)
 		},
@@ -68,6 +80,11 @@ func newAuditCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.knownHosts, "known-hosts", "", "known_hosts file for SSH repositories, over the cluster's (default: the cluster's, else ~/.ssh/known_hosts)")
 	cmd.Flags().StringVar(&opts.argoNamespace, "argocd-namespace", provenance.DefaultArgoCDNamespace,
 		"Argo CD's own namespace, where it keeps repository Secrets, known hosts and TLS certificates")
+	cmd.Flags().StringSliceVar(&opts.allowDeclaredHosts, "allow-declared-host", nil,
+		"host a Declared binding's repository may be cloned from, besides the hosts of the cluster's Flux sources and Argo CD Applications (repeatable)")
+	cmd.Flags().BoolVar(&opts.requireAttested, "require-attested", false,
+		"exit with status 4 when a binding's revision is Declared or Unattested rather than attested by Flux or Argo CD")
+	cmd.Flags().BoolVar(&opts.requireVerified, "require-verified", false, "exit with status 4 when a binding is not Verified")
 	return cmd
 }
 
@@ -77,6 +94,9 @@ func runAudit(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, op
 	}
 	if opts.file != "" && len(names) > 0 {
 		return usageErrorf("name bindings or read them from -f, not both")
+	}
+	if err := allowedHostsFlag(opts.allowDeclaredHosts); err != nil {
+		return err
 	}
 	repos, err := repositoryOptions(opts, os.Getenv)
 	if err != nil {
@@ -97,8 +117,9 @@ func runAudit(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, op
 		cluster := &clusterCredentials{client: c, argoNamespace: opts.argoNamespace}
 		repos.Lookup = warnOnce(stderr, cluster.lookup)
 	}
+	hosts := hostsForDeclared(ctx, stderr, c, repos, bindings, opts.allowDeclaredHosts)
 	bar := newProgress(stderr)
-	results := audit.All(ctx, repos, bindings, audit.Options{Progress: bar.update})
+	results := audit.All(ctx, repos, bindings, audit.Options{Progress: bar.update, DeclaredHosts: hosts})
 	bar.finish()
 	if err := printResults(stdout, opts.output, results); err != nil {
 		return err
@@ -106,7 +127,7 @@ func runAudit(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, op
 	if audit.AnyMismatch(results) {
 		return ErrMismatch
 	}
-	return nil
+	return gate(opts, results)
 }
 
 // loadBindings reads bindings from -f, else from the cluster through c.
@@ -145,9 +166,9 @@ func printResults(out io.Writer, format string, results []audit.Result) error {
 		return printStructured(out, format, results)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "BINDING\tRESULT\tRECORDED\tORIGIN\tAUTHOR\tDATE\tSUBJECT / DETAIL")
+	fmt.Fprintln(w, "BINDING\tRESULT\tSOURCE\tRECORDED\tORIGIN\tAUTHOR\tDATE\tSUBJECT / DETAIL")
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Binding, r.Result, short(r.RecordedCommit),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Binding, r.Result, r.Attestation, short(r.RecordedCommit),
 			short(r.OriginCommit), r.OriginAuthor, r.OriginDate, detail(r))
 	}
 	return w.Flush()

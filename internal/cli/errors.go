@@ -25,12 +25,15 @@ func IsUsageError(err error) bool {
 }
 
 // ExitCode is the process exit status for an error RunE returned: 1 for a
-// Mismatch, 3 for a change that releases data (diff --fail-on-retire), 2 for
-// usage and I/O errors.
+// Mismatch, 3 for a change that releases data (diff --fail-on-retire), 4
+// for a binding an audit gate refuses (--require-attested,
+// --require-verified), 2 for usage and I/O errors.
 func ExitCode(err error) int {
 	switch {
 	case errors.Is(err, ErrMismatch):
 		return 1
+	case errors.Is(err, ErrNotAttested), errors.Is(err, ErrNotVerified):
+		return ExitGate
 	case errors.Is(err, ErrRetires):
 		return ExitRetires
 	default:

@@ -57,10 +57,14 @@ func newPopulateCommand() *cobra.Command {
 			"With --verify-only it downloads and writes nothing and asks no hub: it checks that DIR, a cache the\n" +
 			"user filled, holds the model as TEI finds it (refs/REVISION holding a commit, snapshots/COMMIT with\n" +
 			"the files TEI reads) and fails naming what is missing.\n\n" +
-			"Before it downloads a new commit it prunes (unless --prune=false) the snapshots an earlier run completed,\n" +
-			"but the one the last run left (without its record, the one fetched last): their folders, the refs naming\n" +
-			"them and the blobs only they link, as huggingface_hub deletes a revision. Snapshots other programs wrote\n" +
-			"are never pruned. To fill one directory with several revisions by hand, pass --prune=false.\n\n" +
+			"It deletes nothing unless given --prune. With --prune, before it downloads a new commit it prunes the\n" +
+			"snapshots an earlier run completed but the one the last run left (.embedops/latest, the revision a pod\n" +
+			"served; without that record, the one fetched last): their folders, the refs naming them and the blobs\n" +
+			"only they use, as huggingface_hub's delete_revisions deletes a revision. It keeps every blob a kept\n" +
+			"snapshot's manifest names, never prunes snapshots other programs wrote, prunes nothing when the hub lists\n" +
+			"files without their blob ids, and holds the model folder's lock alone while it runs. The controller\n" +
+			"passes --prune where one pod or Job writes a claim (a PerReplica claim's init container, a Shared claim's\n" +
+			"populate Job); never give it on a directory that other servers read at other revisions.\n\n" +
 			"It prints the resolved commit, the content digest, and the number of files and bytes, and writes\n" +
 			"the same JSON to --termination-log (or {\"error\": ...} on failure). Progress goes to standard error.",
 		Args: cobra.NoArgs,
@@ -78,8 +82,8 @@ func newPopulateCommand() *cobra.Command {
 		"only ask the hub which commit --revision names and print that: no --dir, nothing downloaded (the controller pins a new server's replicas to one commit with it)")
 	cmd.Flags().BoolVar(&opts.verifyOnly, "verify-only", false,
 		"only check that --dir already holds the model at --revision, offline and read-only (the controller checks a spec.cache.existingClaim with it)")
-	cmd.Flags().BoolVar(&opts.prune, "prune", true,
-		"before downloading a new commit, delete the snapshots an earlier run completed in --dir, but the one the last run left, and the blobs and refs only they use (false: keep every revision)")
+	cmd.Flags().BoolVar(&opts.prune, "prune", false,
+		"before downloading a new commit, delete the snapshots an earlier run completed in --dir, but the one the last run left, and the blobs and refs only they use (the controller passes it; default: delete nothing)")
 	cmd.Flags().StringVar(&opts.verify, "verify", string(populate.VerifySizes),
 		"how to check a snapshot the cache holds: sizes (no file is read) or full (every file is hashed)")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputJSON, "output format: json or yaml")

@@ -66,7 +66,7 @@ func TestPopulatePrintsAndRecordsTheResult(t *testing.T) {
 	terminationLog := filepath.Join(t.TempDir(), "termination-log")
 
 	out, errOut, err := runCLI("", "populate", "--model", "org/m", "--revision", "main", "--dir", dir,
-		"-o", "json", "--termination-log", terminationLog)
+		"-o", "json", "--termination-log", terminationLog, "--prune")
 
 	g.Expect(err).NotTo(HaveOccurred())
 	printed := decodeStrict(g, []byte(out))
@@ -192,7 +192,8 @@ func TestPopulateVerifiesInFullOnRequest(t *testing.T) {
 			g := NewWithT(t)
 			hub, commit, files := standInHub(t)
 			dir := t.TempDir()
-			args := []string{"populate", "--model", "org/m", "--revision", commit, "--dir", dir}
+			// --prune as the controller runs it, so each run reports its room.
+			args := []string{"populate", "--model", "org/m", "--revision", commit, "--dir", dir, "--prune"}
 			first, _, err := runCLI("", args...)
 			g.Expect(err).NotTo(HaveOccurred())
 			weights := files[2]
@@ -315,8 +316,9 @@ func TestPopulateVerifyOnlyChecksAFilledCacheOffline(t *testing.T) {
 	g.Expect(string(logged)).To(ContainSubstring(`"error":"the model is not in the cache: no models--org--m/refs/v2`))
 }
 
-// populate prunes by default; --prune=false keeps every revision.
-func TestPopulatePrunesOlderRevisionsUnlessToldNotTo(t *testing.T) {
+// populate deletes nothing unless given --prune, which the controller
+// passes; with it the older revisions go, but the one the last run left.
+func TestPopulatePrunesOnlyWithPrune(t *testing.T) {
 	g := NewWithT(t)
 	hub, _, files := standInHub(t)
 	var commits []string
@@ -327,21 +329,30 @@ func TestPopulatePrunesOlderRevisionsUnlessToldNotTo(t *testing.T) {
 		flags []string
 		kept  []string
 	}{
-		{nil, commits[1:]},
+		{nil, commits},
 		{[]string{"--prune=false"}, commits},
+		{[]string{"--prune"}, commits[1:]},
+		{[]string{"--prune=true"}, commits[1:]},
 	} {
-		dir := t.TempDir()
-		for _, commit := range commits {
-			args := append([]string{"populate", "--model", "org/m", "--revision", commit, "--dir", dir}, tc.flags...)
-			_, _, err := runCLI("", args...)
+		t.Run(fmt.Sprint(tc.flags), func(t *testing.T) {
+			g := NewWithT(t)
+			dir := t.TempDir()
+			for _, commit := range commits {
+				args := append([]string{"populate", "--model", "org/m", "--revision", commit, "--dir", dir}, tc.flags...)
+				_, _, err := runCLI("", args...)
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			entries, err := os.ReadDir(filepath.Join(dir, "models--org--m", "snapshots"))
 			g.Expect(err).NotTo(HaveOccurred())
-		}
-		entries, err := os.ReadDir(filepath.Join(dir, "models--org--m", "snapshots"))
-		g.Expect(err).NotTo(HaveOccurred())
-		var snapshots []string
-		for _, e := range entries {
-			snapshots = append(snapshots, e.Name())
-		}
-		g.Expect(snapshots).To(ConsistOf(tc.kept), "flags %v", tc.flags)
+			var snapshots []string
+			for _, e := range entries {
+				snapshots = append(snapshots, e.Name())
+			}
+			g.Expect(snapshots).To(ConsistOf(tc.kept))
+		})
 	}
+	help, _, err := runCLI("", "populate", "--help")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(help).To(ContainSubstring("It deletes nothing unless given --prune"))
+	g.Expect(help).To(ContainSubstring("The controller\npasses --prune"))
 }

@@ -55,7 +55,9 @@ func PopulateJobName(binding string) string {
 // pod is placed and pulled as the server's pods are (populatePodSpec), and
 // runs at most facts.PopulateDeadline. The binding owns the Job, so it
 // lives as long as the claim. The pod template is immutable, so the
-// controller creates the Job and never updates it.
+// controller creates the Job and never updates it; its pod prunes the
+// claim (populateContainer), and a replacement pod starts only once the
+// last one has terminated (podReplacementPolicy Failed).
 //
 // A PerReplica binding's Job only resolves the revision (ResolvesFirst):
 // `--resolve-only`, on no volume. An existing claim's Job only verifies
@@ -91,6 +93,16 @@ func PopulateJob(server *embedopsv1.EmbeddingServer, binding *embedopsv1.ModelCa
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          new(populateBackoffLimit),
 			ActiveDeadlineSeconds: deadlineSeconds(facts.PopulateDeadline),
+			// Failed: a replacement pod starts only once the last one has
+			// terminated, never beside it on the claim while it prunes
+			// (kubernetes v1.37.2 pkg/controller/job/job_controller.go,
+			// onlyReplaceFailedPods; the API server defaults an unset policy
+			// to TerminatingOrFailed, pkg/apis/batch/v1/defaults.go;
+			// JobPodReplacementPolicy is GA since 1.34). The Job sets no
+			// podFailurePolicy, with which Failed is the only value allowed
+			// (pkg/apis/batch/validation/validation.go,
+			// validatePodReplacementPolicy).
+			PodReplacementPolicy: new(batchv1.Failed),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec:       spec,

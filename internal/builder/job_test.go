@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,7 +41,8 @@ func TestPopulateJob(t *testing.T) {
 	g.Expect(populate.Name).To(Equal(builder.PopulateContainerName))
 	g.Expect(populate.Image).To(Equal("embedops-controller:1"))
 	g.Expect(populate.Command).To(Equal([]string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5",
-		"--revision", "v1", "--all-backends", "--dir", "/data", "--termination-log", "/dev/termination-log"}), "servers of every image share the claim")
+		"--revision", "v1", "--all-backends", "--prune", "--dir", "/data", "--termination-log", "/dev/termination-log"}),
+		"servers of every image share the claim, which its Job alone writes and prunes")
 	g.Expect(populate.Env).To(ConsistOf(secretEnv("HF_TOKEN", "hf", "token"), corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}))
 	g.Expect(populate.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: builder.CacheVolumeName, MountPath: "/data"}))
 	g.Expect(populate.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
@@ -154,4 +156,41 @@ func TestPopulatorIsPulledIfNotPresentEvenAsLatest(t *testing.T) {
 	sts, err := builder.StatefulSet(server("s"), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:latest"), builder.Facts{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sts.Spec.Template.Spec.InitContainers[0].ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
+}
+
+// Every Job starts a replacement pod only once the last one has
+// terminated, never two on the claim at once; only the Job that fills a
+// claim prunes it: the resolve Job mounts none and the verify Job reads a
+// user's claim.
+func TestPopulateJobsReplaceOnlyFailedPods(t *testing.T) {
+	commit := strings.Repeat("a", 40)
+	existing := withPopulator(existingCache("models"), "p:1")
+	cases := []struct {
+		name   string
+		server *embedopsv1.EmbeddingServer
+		cache  *builder.Cache
+		prunes bool
+	}{
+		{"fills a Shared claim", server("s"), withPopulator(sharedCache("b", "10Gi"), "p:1"), true},
+		{"resolves a PerReplica revision", server("s"), withPopulator(perReplicaCache("cache-1", "", "10Gi"), "p:1"), false},
+		{"verifies an existing claim", server("s", fixtures.WithModel("org/m", commit)), existing, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			binding := &embedopsv1.ModelCacheBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
+
+			job, err := builder.PopulateJob(tc.server, binding, tc.cache, builder.Facts{})
+
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(job.Spec.PodReplacementPolicy).To(HaveValue(Equal(batchv1.Failed)))
+			g.Expect(job.Spec.PodFailurePolicy).To(BeNil(), "with one, Failed would be the only policy the API server accepts")
+			command := job.Spec.Template.Spec.Containers[0].Command
+			if tc.prunes {
+				g.Expect(command).To(ContainElement(builder.PruneFlag))
+			} else {
+				g.Expect(command).NotTo(ContainElement(builder.PruneFlag))
+			}
+		})
+	}
 }

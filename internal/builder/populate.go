@@ -41,14 +41,20 @@ func initContainers(server *embedopsv1.EmbeddingServer, cache *Cache) []corev1.C
 	return []corev1.Container{populateContainer(server, cache, []string{"--image", image(server)})}
 }
 
+// PruneFlag asks `embedops populate` to prune, which it does only when
+// asked: the controller gives it to every populator that fills a claim.
+const PruneFlag = "--prune"
+
 // populateContainer runs `embedops populate` on the cache at the revision
 // TEI runs, downloading what selection says (the files TEI's image reads,
 // or what every backend reads), with the hub, network and token settings
-// TEI gets (downloaderEnv) and the CA bundle mounted as in TEI. Before it
-// fetches a new commit it prunes the revisions older than the one the
-// claim last served, as huggingface_hub deletes a revision
-// (utils/_cache_manager.py, HFCacheInfo.delete_revisions; populate,
-// Pruning), and reports the room left in its termination message.
+// TEI gets (downloaderEnv) and the CA bundle mounted as in TEI. Its claim
+// has one writer at a time (a PerReplica claim its one pod, a Shared claim
+// its Job, which replaces a pod only once it failed), so it prunes
+// (PruneFlag): before it fetches a new commit it deletes the revisions
+// older than the one the claim last served, as huggingface_hub deletes a
+// revision (utils/_cache_manager.py, HFCacheInfo.delete_revisions;
+// populate, Pruning), and reports the room left in its termination message.
 func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache, selection []string) corev1.Container {
 	command := []string{
 		"/embedops", "populate",
@@ -56,7 +62,7 @@ func populateContainer(server *embedopsv1.EmbeddingServer, cache *Cache, selecti
 		"--revision", ServedRevision(server, cache),
 	}
 	command = append(command, selection...)
-	command = append(command, "--dir", CacheMountPath, "--termination-log", TerminationLogPath)
+	command = append(command, PruneFlag, "--dir", CacheMountPath, "--termination-log", TerminationLogPath)
 	return corev1.Container{
 		Name:  PopulateContainerName,
 		Image: cache.PopulatorImage,

@@ -31,7 +31,7 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 			cache:    withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:1"),
 			wantInit: true,
 			wantCommand: []string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5", "--revision", "v1",
-				"--image", embedopsv1.DefaultImage, "--dir", "/data", "--termination-log", "/dev/termination-log"},
+				"--image", embedopsv1.DefaultImage, "--prune", "--dir", "/data", "--termination-log", "/dev/termination-log"},
 		},
 		{
 			name:     "token from its Secret",
@@ -39,7 +39,7 @@ func TestStatefulSetPopulateInitContainer(t *testing.T) {
 			cache:    withPopulator(perReplicaCache("cache-1", "", "10Gi"), "embedops-controller:1"),
 			wantInit: true,
 			wantCommand: []string{"/embedops", "populate", "--model", "BAAI/bge-small-en-v1.5", "--revision", "main",
-				"--image", embedopsv1.DefaultImage, "--dir", "/data", "--termination-log", "/dev/termination-log"},
+				"--image", embedopsv1.DefaultImage, "--prune", "--dir", "/data", "--termination-log", "/dev/termination-log"},
 			wantEnv: []corev1.EnvVar{secretEnv("HF_TOKEN", "hf", "token")},
 		},
 		{

@@ -188,7 +188,7 @@ func TestRunKeepsASnapshotWhoseManifestIsDamaged(t *testing.T) {
 }
 
 // A cache filled without a record of the last run (by an earlier release,
-// or by runs with --prune=false) keeps the snapshot whose manifest was
+// or by runs without --prune) keeps the snapshot whose manifest was
 // written last through the first pruning run: the revision its pod served,
 // which a rollback returns to.
 func TestRunKeepsTheNewestSnapshotOfACacheWithoutARecord(t *testing.T) {

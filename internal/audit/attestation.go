@@ -1,8 +1,6 @@
 package audit
 
 import (
-	"cmp"
-
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
@@ -33,7 +31,7 @@ func attestationOf(source embedopsv1.DecisionSource) (Attestation, string) {
 		return Declared, ""
 	case embedopsv1.SourceFlux, embedopsv1.SourceArgoCD:
 		if ref := source.ObjectRef; ref != nil && source.Revision != "" {
-			return Attested, ref.Kind + " " + cmp.Or(ref.Namespace, "<cluster>") + "/" + ref.Name
+			return Attested, ref.Kind + " " + ref.Namespace + "/" + ref.Name
 		}
 	}
 	return Unattested, ""

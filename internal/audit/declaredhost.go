@@ -16,7 +16,8 @@ import (
 // not checked: their repository is the GitOps tool's.
 type DeclaredHosts struct {
 	// Cluster maps each host the cluster's Flux sources and Argo CD
-	// Applications fetch from to one object that uses it, for messages.
+	// Applications fetch from to one object that uses it, which says why
+	// the host is trusted.
 	Cluster map[string]string
 	// Allowed are host names the user allows besides.
 	Allowed []string

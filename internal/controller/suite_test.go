@@ -71,6 +71,14 @@ func startManager(t *testing.T, namespace string, options ...func(*ManagerOption
 // client wrapped by wrap (nil: unwrapped).
 func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Client) client.Client, options ...func(*ManagerOptions)) *writeCounter {
 	t.Helper()
+	return startManagerOver(t, []string{namespace}, wrap, options...)
+}
+
+// startManagerOver starts the reconcilers like startManagerWrapping, one
+// manager reconciling every namespace of namespaces, as the controller
+// reconciles every namespace of a cluster.
+func startManagerOver(t *testing.T, namespaces []string, wrap func(client.Client) client.Client, options ...func(*ManagerOptions)) *writeCounter {
+	t.Helper()
 	writes := newWriteCounter()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(writes.wrap)
@@ -97,7 +105,10 @@ func startManagerWrapping(t *testing.T, namespace string, wrap func(client.Clien
 		t.Fatal(err)
 	}
 	cacheOptions := watch.CacheOptions(selector)
-	cacheOptions.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+	for _, namespace := range namespaces {
+		cacheOptions.DefaultNamespaces[namespace] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Cache:   cacheOptions,

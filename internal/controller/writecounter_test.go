@@ -15,7 +15,8 @@ import (
 // It also counts the collection reads (lists and watches) by resource, and
 // every request but a watch by method and resource ("GET statefulsets"),
 // and keeps the method and path of every write ("PATCH /apis/..."), and
-// of every write the API server refused ("PATCH /apis/... 422").
+// of every write the API server refused ("PATCH /apis/... 422"), and the
+// method and path of every request, watches too ("GET /api/...").
 type writeCounter struct {
 	mu          sync.Mutex
 	counts      map[string]int
@@ -23,6 +24,7 @@ type writeCounter struct {
 	requests    map[string]int
 	writes      []string
 	refused     []string
+	all         []string
 }
 
 func newWriteCounter() *writeCounter {
@@ -33,6 +35,7 @@ func newWriteCounter() *writeCounter {
 func (c *writeCounter) wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		c.mu.Lock()
+		c.all = append(c.all, req.Method+" "+req.URL.Path)
 		if req.URL.Query().Get("watch") != "true" {
 			c.requests[req.Method+" "+resourceOf(req.URL.Path)]++
 		}
@@ -85,6 +88,13 @@ func collectionOf(path string) string {
 		return parts[len(parts)-1]
 	}
 	return ""
+}
+
+// requestPaths returns the method and path of every request so far.
+func (c *writeCounter) requestPaths() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.all)
 }
 
 // writePaths returns the method and path of every write so far.

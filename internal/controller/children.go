@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,7 +84,6 @@ func (r *EmbeddingServerReconciler) buildChildren(ctx context.Context, scope *se
 		return ctrl.Result{}, err
 	}
 	scope.children = children
-	server.Status.Selector = podSelector(server)
 	return ctrl.Result{}, nil
 }
 
@@ -101,12 +99,6 @@ func desiredChildren(server *embedopsv1.EmbeddingServer, facts builder.Facts, st
 		children = append(children, policy)
 	}
 	return children
-}
-
-// podSelector is status.selector, the scale subresource's label selector:
-// the StatefulSet's pod selector as a string.
-func podSelector(server *embedopsv1.EmbeddingServer) string {
-	return labels.SelectorFromSet(builder.SelectorLabels(server)).String()
 }
 
 // refuseSpec marks the spec invalid and stalls the server.

@@ -324,7 +324,7 @@ func (r *EmbeddingServerReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 // writes what the round planned; the later rounds run only when none did.
 func (r *EmbeddingServerReconciler) observePlanActReport(ctx context.Context, scope *serverScope) (ctrl.Result, error) {
 	rounds := [][]phase{
-		{{"observe", r.observe}, {"finalizer", r.reconcileFinalizer}},
+		{{"observe", r.observe}, {"scale", r.reportScale}, {"finalizer", r.reconcileFinalizer}},
 		{{"request", r.reconcileRequest}, {"accept", r.reconcileAccepted}, {"ownership", r.checkOwnership}, {"binding", r.reconcileBinding}},
 		{{"bound", r.reportBinding}},
 		{{"cache", r.reportCache}, {"populate", r.reconcilePopulate}},

@@ -126,6 +126,11 @@ const (
 	// volumes; the pods move to a new StatefulSet on them, surge first (an
 	// Event of the server).
 	MovingToNewStorageReason = "MovingToNewStorage"
+	// RolloutWaitingForUnreadyReason: a storage change waits because an old
+	// pod that does not serve sits between ready ones, which a StatefulSet
+	// cannot remove first, and taking a ready pod would leave fewer ready
+	// than the disruption budget keeps (Ready's reason and a Warning event).
+	RolloutWaitingForUnreadyReason = "RolloutWaitingForUnready"
 	// ClaimExpandingReason: a binding raised a claim's storage request to
 	// its decision's size, in place (an Event of the binding).
 	ClaimExpandingReason = "ClaimExpanding"

@@ -40,6 +40,7 @@ var ownedConditions = []string{
 // Degraded while the server waits on them, and they stall it once
 // spec.progressDeadline passes without progress (reconcileProgress).
 var degradedReasons = []string{
+	embedopsv1.RolloutWaitingForUnreadyReason,
 	embedopsv1.ImagePullBackOffReason,
 	embedopsv1.ErrImagePullReason,
 	embedopsv1.CrashLoopBackOffReason,
@@ -101,6 +102,9 @@ func (r *EmbeddingServerReconciler) reconcileReadiness(ctx context.Context, scop
 		if !scope.rollout.step.Done() || (surgeOf(server) == 0 && !avail.ready) {
 			avail = availability{false, embedopsv1.InitializingReason, rolloutMessage(r.whyNewStorage(ctx, scope), scope, statefulSet)}
 		}
+		if held := scope.rollout.step.Held; held != nil {
+			avail = r.reportHold(scope, held, avail.message)
+		}
 	}
 	if avail.ready {
 		conditions.MarkTrue(server, embedopsv1.ReadyCondition, avail.reason, "%s", avail.message)
@@ -119,7 +123,12 @@ func (r *EmbeddingServerReconciler) reconcileDiagnostics(_ context.Context, scop
 		return ctrl.Result{}, nil
 	}
 	pods := scope.observed.pods
-	if found := diagnose.Pods(pods); found != nil {
+	found := diagnose.Pods(pods)
+	if found != nil && conditions.GetReason(server, embedopsv1.ReadyCondition) == embedopsv1.RolloutWaitingForUnreadyReason {
+		// The hold names the pod it waits on; what fails in it is added.
+		conditions.MarkFalse(server, embedopsv1.ReadyCondition, embedopsv1.RolloutWaitingForUnreadyReason, "%s; %s",
+			conditions.GetMessage(server, embedopsv1.ReadyCondition), found.Message)
+	} else if found != nil {
 		conditions.MarkFalse(server, embedopsv1.ReadyCondition, found.Reason, "%s", found.Message+surgeAdvice(scope, found))
 	} else {
 		scope.claimsWait = diagnose.WaitingForClaims(pods)

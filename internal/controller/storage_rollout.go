@@ -124,13 +124,13 @@ func planStorageRollout(scope *serverScope, desired *unstructured.Unstructured) 
 	if len(old) == 0 {
 		return nil
 	}
-	counts := make([]decision.SetReplicas, 0, len(old))
-	for _, sts := range old {
-		if sts.DeletionTimestamp.IsZero() {
-			counts = append(counts, decision.SetReplicas{Name: sts.Name, Replicas: replicasOf(&sts), Ready: sts.Status.ReadyReplicas})
+	ordinals := make([]decision.OldReplicas, 0, len(old))
+	for i := range old {
+		if old[i].DeletionTimestamp.IsZero() {
+			ordinals = append(ordinals, oldReplicasOf(&old[i], scope.observed.pods))
 		}
 	}
-	step := decision.PlanRollout(scope.server.GetReplicas(), surgeOf(scope.server), builder.AllowedUnavailable(scope.server), next, counts)
+	step := decision.PlanRollout(scope.server.GetReplicas(), surgeOf(scope.server), builder.AllowedUnavailable(scope.server), next, ordinals)
 	_ = unstructured.SetNestedField(desired.Object, int64(step.Next), "spec", "replicas")
 	return &storageRollout{step: step, old: old}
 }
@@ -164,7 +164,7 @@ func (rollout *storageRollout) drains() []decision.Drain {
 	old := make([]decision.OldSet, 0, len(rollout.old))
 	for i := range rollout.old {
 		sts := &rollout.old[i]
-		old = append(old, decision.OldSet{Name: sts.Name, Replicas: replicasOf(sts), PodsGone: podsGone(sts), Deleting: !sts.DeletionTimestamp.IsZero()})
+		old = append(old, decision.OldSet{Name: sts.Name, Start: startOrdinalOf(sts), Replicas: replicasOf(sts), PodsGone: podsGone(sts), Deleting: !sts.DeletionTimestamp.IsZero()})
 	}
 	return decision.DrainOld(rollout.step, old)
 }
@@ -215,13 +215,24 @@ func (r *EmbeddingServerReconciler) carryOutDrain(ctx context.Context, sts *apps
 		}
 		log.Info("deleted the old StatefulSet: its pods are gone and the new storage serves", "statefulSet", sts.Name)
 	case drain.ScaleTo != nil:
-		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d}}`, sts.UID, *drain.ScaleTo)
-		if err := r.act.MergePatch(ctx, sts, patch); client.IgnoreNotFound(err) != nil {
+		if err := r.act.MergePatch(ctx, sts, drainPatch(sts, drain)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("scaling the old StatefulSet %s to %d: %w", sts.Name, *drain.ScaleTo, err)
 		}
-		log.Info("scaled the old StatefulSet down: new pods serve in place of its pods", "statefulSet", sts.Name, "replicas", *drain.ScaleTo)
+		log.Info("scaled the old StatefulSet down: new pods serve in place of its pods", "statefulSet", sts.Name, "replicas", *drain.ScaleTo, "ordinalsStart", drain.StartAt)
 	}
 	return nil
+}
+
+// drainPatch is the merge patch that scales an old StatefulSet as drain
+// says, with its UID as precondition: spec.replicas, and
+// spec.ordinals.start when its lowest ordinals go (apps/v1
+// StatefulSetOrdinals, GA in Kubernetes 1.31, below the floor
+// kubeversion.Floor).
+func drainPatch(sts *appsv1.StatefulSet, drain decision.Drain) []byte {
+	if drain.StartAt != nil {
+		return fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d,"ordinals":{"start":%d}}}`, sts.UID, *drain.ScaleTo, *drain.StartAt)
+	}
+	return fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d}}`, sts.UID, *drain.ScaleTo)
 }
 
 // podsGone reports whether the StatefulSet controller, having seen the
@@ -266,6 +277,9 @@ func (r *EmbeddingServerReconciler) whyNewStorage(ctx context.Context, scope *se
 	}
 	for _, old := range scope.rollout.old {
 		storage := storageLabelOf(&old.Spec.Template)
+		if why := outOfRoomWhy(bindings.Items, storage); why != "" {
+			return why
+		}
 		for i := range bindings.Items {
 			if storage != "" && decision.StorageName(&bindings.Items[i]) == storage {
 				return decision.WhyNewStorage(decision.Recorded(&bindings.Items[i]), decision.Recorded(scope.binding))
@@ -298,7 +312,20 @@ func howPodsMove(server *embedopsv1.EmbeddingServer) string {
 	case server.GetReplicas() == 1:
 		return "in place (spec.rollout.maxSurge: 0): the only replica stops before its successor starts, so the server serves nothing until the new pod is ready"
 	}
-	return "in place (spec.rollout.maxSurge: 0): an old pod stops before its successor starts, within the disruption budget"
+	return fmt.Sprintf("in place (spec.rollout.maxSurge: 0): an old pod that does not serve goes first, and a ready one stops before its successor starts "+
+		"only while %d of the %d replicas stay ready (the disruption budget's maxUnavailable, at least one)",
+		max(server.GetReplicas()-max(builder.AllowedUnavailable(server), 1), 0), server.GetReplicas())
+}
+
+// reportHold is Ready while a storage change waits on an old pod that does
+// not serve (decision.RolloutHold): the rollout's message and the hold's,
+// and a Warning event when the hold is new.
+func (r *EmbeddingServerReconciler) reportHold(scope *serverScope, held *decision.RolloutHold, rollout string) availability {
+	message := rollout + "; " + held.Message()
+	if scope.readyBefore == nil || scope.readyBefore.Reason != embedopsv1.RolloutWaitingForUnreadyReason {
+		r.events.Eventf(scope.server, nil, corev1.EventTypeWarning, embedopsv1.RolloutWaitingForUnreadyReason, "Rollout", "%s", held.Message())
+	}
+	return availability{false, embedopsv1.RolloutWaitingForUnreadyReason, message}
 }
 
 // rolloutMessage says why the pods move to new volumes and how far they

@@ -9,7 +9,7 @@ import (
 )
 
 func TestDrainOldScalesDownAndDeletesOnlyOnceThePodsAreGone(t *testing.T) {
-	step := decision.RolloutStep{Next: 2, Old: map[string]int32{"a": 1, "b": 0, "c": 0, "d": 3}}
+	step := decision.RolloutStep{Next: 2, Old: map[string]decision.Range{"a": {Replicas: 1}, "b": {Replicas: 0}, "c": {Replicas: 0}, "d": {Replicas: 3}}}
 	cases := []struct {
 		name string
 		old  decision.OldSet
@@ -39,10 +39,36 @@ func TestDrainOldScalesDownAndDeletesOnlyOnceThePodsAreGone(t *testing.T) {
 
 // The drains follow old's order, so the events and the inventory do.
 func TestDrainOldKeepsTheOrderOfTheOldStatefulSets(t *testing.T) {
-	step := decision.RolloutStep{Old: map[string]int32{"z": 1, "a": 0}}
+	step := decision.RolloutStep{Old: map[string]decision.Range{"z": {Replicas: 1}, "a": {Replicas: 0}}}
 	drains := decision.DrainOld(step, []decision.OldSet{{Name: "z", Replicas: 2}, {Name: "a", Replicas: 1}})
 	NewWithT(t).Expect(drains).To(Equal([]decision.Drain{
 		{Name: "z", ScaleTo: new(int32(1)), GivesUp: 1},
 		{Name: "a", ScaleTo: new(int32(0)), GivesUp: 1},
 	}))
+}
+
+// A step that keeps higher ordinals raises spec.ordinals.start past the
+// lowest ones, together with the replicas, and never lowers it.
+func TestDrainOldRaisesTheStartPastTheOrdinalsThatGo(t *testing.T) {
+	cases := []struct {
+		name string
+		keep decision.Range
+		old  decision.OldSet
+		want decision.Drain
+	}{
+		{"the lowest ordinal goes", decision.Range{Start: 1, Replicas: 1}, decision.OldSet{Name: "o", Replicas: 2},
+			decision.Drain{Name: "o", ScaleTo: new(int32(1)), StartAt: new(int32(1)), GivesUp: 1}},
+		{"both ends go", decision.Range{Start: 3, Replicas: 1}, decision.OldSet{Name: "o", Start: 2, Replicas: 3},
+			decision.Drain{Name: "o", ScaleTo: new(int32(1)), StartAt: new(int32(3)), GivesUp: 2}},
+		{"a range outside the set changes nothing", decision.Range{Start: 0, Replicas: 1}, decision.OldSet{Name: "o", Start: 1, Replicas: 2},
+			decision.Drain{Name: "o"}},
+		{"keeping none scales to zero wherever the start is", decision.Range{Start: 4}, decision.OldSet{Name: "o", Start: 1, Replicas: 2},
+			decision.Drain{Name: "o", ScaleTo: new(int32(0)), GivesUp: 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			step := decision.RolloutStep{Old: map[string]decision.Range{"o": tc.keep}}
+			NewWithT(t).Expect(decision.DrainOld(step, []decision.OldSet{tc.old})).To(Equal([]decision.Drain{tc.want}))
+		})
+	}
 }

@@ -1,11 +1,9 @@
 package decision
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -73,104 +71,6 @@ func FreeRolloutName(server, storage string, usable func(name string) (bool, err
 	return "", fmt.Errorf("every StatefulSet name for storage %s (%v) is taken by other objects", storage, names)
 }
 
-// SetReplicas are the replicas one StatefulSet of a server asks for and has
-// ready.
-type SetReplicas struct {
-	Name     string
-	Replicas int32
-	Ready    int32
-}
-
-// RolloutStep is the next step of a storage change: the replicas the new
-// StatefulSet asks for, and those each old one keeps (0: delete it).
-type RolloutStep struct {
-	Next int32
-	Old  map[string]int32
-}
-
-// Done reports whether no old StatefulSet keeps a replica.
-func (s RolloutStep) Done() bool {
-	for _, replicas := range s.Old {
-		if replicas > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// MaxSurge is spec.rollout.maxSurge resolved against the server's replicas,
-// a percentage rounded up as a Deployment's maxSurge is (kubernetes v1.37.2
-// pkg/controller/deployment/util/deployment_util.go, ResolveFenceposts);
-// set is false when the spec leaves it to the disruption budget.
-func MaxSurge(server *embedopsv1.EmbeddingServer) (surge int32, set bool) {
-	if server.Spec.Rollout == nil || server.Spec.Rollout.MaxSurge == nil {
-		return 0, false
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(server.Spec.Rollout.MaxSurge, int(server.GetReplicas()), true)
-	if err != nil {
-		return 0, false
-	}
-	return int32(max(n, 0)), true
-}
-
-// ReplacesInPlace reports whether the server's move to new storage stops
-// an old pod before its successor starts (spec.rollout.maxSurge 0).
-func ReplacesInPlace(server *embedopsv1.EmbeddingServer) bool {
-	surge, set := MaxSurge(server)
-	return set && surge == 0
-}
-
-// PlanRollout moves a server of desired replicas from its old
-// StatefulSets to next. With a surge (at least one), surge first: next
-// starts up to surge pods beyond those ready, never more than desired; the
-// old ones keep as many replicas as next lacks ready ones, those with more
-// ready pods first. So the ready pods of the server never drop below
-// desired while the old ones were all ready, and an old pod goes only once
-// a new one serves in its place. Without a surge (0), in place: the old
-// ones give up to unavailable pods (at least one) beyond those next has
-// ready, and next asks for what they gave up, so the server never asks
-// for more than desired pods and an old pod goes before its successor
-// starts. The same observation always gives the same step; a newer storage
-// change simply becomes next, and the half-filled StatefulSet of the
-// previous one drains with the other old ones.
-func PlanRollout(desired, surge, unavailable int32, next SetReplicas, old []SetReplicas) RolloutStep {
-	desired = max(desired, 0)
-	if surge <= 0 {
-		return planInPlace(desired, max(unavailable, 1), next, old)
-	}
-	return RolloutStep{
-		Next: min(desired, max(next.Replicas, next.Ready+surge)),
-		Old:  keepOld(max(desired-next.Ready, 0), old),
-	}
-}
-
-// planInPlace is PlanRollout without a surge.
-func planInPlace(desired, unavailable int32, next SetReplicas, old []SetReplicas) RolloutStep {
-	step := RolloutStep{Old: keepOld(max(desired-next.Ready-unavailable, 0), old)}
-	kept := int32(0)
-	for _, replicas := range step.Old {
-		kept += replicas
-	}
-	step.Next = min(desired, max(next.Replicas, desired-kept))
-	return step
-}
-
-// keepOld spreads budget replicas over the old StatefulSets, those with more
-// ready pods first, none above what it asks for now.
-func keepOld(budget int32, old []SetReplicas) map[string]int32 {
-	kept := make(map[string]int32, len(old))
-	sorted := slices.Clone(old)
-	slices.SortFunc(sorted, func(a, b SetReplicas) int {
-		return cmp.Or(cmp.Compare(b.Ready, a.Ready), cmp.Compare(a.Name, b.Name))
-	})
-	for _, set := range sorted {
-		keep := min(max(set.Replicas, 0), budget)
-		kept[set.Name] = keep
-		budget -= keep
-	}
-	return kept
-}
-
 // WhyNewStorage says why decision next cannot be served from the storage
 // of decision old, so the pods move to new volumes: the first part of the
 // storage that differs. A smaller size is named as such: claims never
@@ -199,4 +99,26 @@ func WhyNewStorage(old, next *Decision) string {
 	default:
 		return "access modes or reclaim policy changed"
 	}
+}
+
+// MaxSurge is spec.rollout.maxSurge resolved against the server's replicas,
+// a percentage rounded up as a Deployment's maxSurge is (kubernetes v1.37.2
+// pkg/controller/deployment/util/deployment_util.go, ResolveFenceposts);
+// set is false when the spec leaves it to the disruption budget.
+func MaxSurge(server *embedopsv1.EmbeddingServer) (surge int32, set bool) {
+	if server.Spec.Rollout == nil || server.Spec.Rollout.MaxSurge == nil {
+		return 0, false
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(server.Spec.Rollout.MaxSurge, int(server.GetReplicas()), true)
+	if err != nil {
+		return 0, false
+	}
+	return int32(max(n, 0)), true
+}
+
+// ReplacesInPlace reports whether the server's move to new storage stops
+// an old pod before its successor starts (spec.rollout.maxSurge 0).
+func ReplacesInPlace(server *embedopsv1.EmbeddingServer) bool {
+	surge, set := MaxSurge(server)
+	return set && surge == 0
 }

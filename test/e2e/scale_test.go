@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/test/fixtures"
 	"github.com/embedops/embedops/test/harness"
 )
 
@@ -172,10 +173,44 @@ func TestAnHPAAppliedWithItsServerNeverLacksASelector(t *testing.T) {
 	// for.
 	server := newServer(namespace, "scaled", simulated(harness.SimulateNotReady))
 	server.Spec.Replicas = new(int32(1))
+	hpa := createHPAFirst(t, g, namespace, "scaled")
+	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
+	expectHPAFindsASelector(t, g, hpa)
+	expectReady(t, client.ObjectKeyFromObject(server), metav1.ConditionFalse, embedopsv1.InitializingReason)
+}
+
+// A Shared server whose populate Job cannot start (its namespace's pod
+// quota is used up) waits Downloading before any child exists: an HPA
+// applied with it still finds the selector, since the first status
+// carries it wherever the reconcile halts.
+func TestAnHPAFindsTheSelectorOfAServerWaitingForItsPopulateJob(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	namespace := cluster.Namespace(t)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "no-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+	}
+	g.Expect(cluster.Client.Create(t.Context(), quota)).To(Succeed())
+	hpa := createHPAFirst(t, g, namespace, "waiting")
+	server := fixtures.EmbeddingServer(namespace, "waiting", fixtures.WithCacheMode(embedopsv1.CacheModeShared))
+	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
+	expectHPAFindsASelector(t, g, hpa)
+	waiting := expectReady(t, client.ObjectKeyFromObject(server), metav1.ConditionFalse, embedopsv1.DownloadingReason)
+	g.Expect(waiting.Status.Phase).To(Equal(embedopsv1.PhaseDownloading))
+	var pods corev1.PodList
+	g.Expect(cluster.Client.List(t.Context(), &pods, client.InNamespace(namespace))).To(Succeed())
+	g.Expect(pods.Items).To(BeEmpty(), "the quota admits no pod, so the populate Job never starts")
+}
+
+// createHPAFirst creates an HPA of the server name, before the server, and
+// waits for its first look, which finds no target.
+func createHPAFirst(t *testing.T, g *WithT, namespace, name string) *autoscalingv2.HorizontalPodAutoscaler {
+	t.Helper()
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "scaled"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: embedopsv1.GroupVersion.String(), Kind: embedopsv1.EmbeddingServerKind, Name: "scaled"},
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: embedopsv1.GroupVersion.String(), Kind: embedopsv1.EmbeddingServerKind, Name: name},
 			MinReplicas:    new(int32(1)),
 			MaxReplicas:    3,
 			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
@@ -190,10 +225,15 @@ func TestAnHPAAppliedWithItsServerNeverLacksASelector(t *testing.T) {
 		g.Expect(hpa.Status.Conditions).To(ContainElement(And(
 			HaveField("Type", autoscalingv2.AbleToScale), HaveField("Status", corev1.ConditionFalse))), "the HPA's first look finds no target")
 	}).WithTimeout(settle).WithPolling(100 * time.Millisecond).Should(Succeed())
-	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
+	return hpa
+}
 
-	// No metrics API runs here: once the HPA looked at the server's scale,
-	// ScalingActive says why it cannot compute a recommendation.
+// expectHPAFindsASelector waits until the HPA has looked at its server's
+// scale and expects neither InvalidSelector on ScalingActive nor a
+// SelectorRequired event in the namespace. No metrics API runs here, so
+// ScalingActive says why it cannot compute a recommendation.
+func expectHPAFindsASelector(t *testing.T, g *WithT, hpa *autoscalingv2.HorizontalPodAutoscaler) {
+	t.Helper()
 	var scalingActive *autoscalingv2.HorizontalPodAutoscalerCondition
 	g.Eventually(func(g Gomega) {
 		g.Expect(cluster.Client.Get(t.Context(), client.ObjectKeyFromObject(hpa), hpa)).To(Succeed())
@@ -206,11 +246,10 @@ func TestAnHPAAppliedWithItsServerNeverLacksASelector(t *testing.T) {
 	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
 	g.Expect(scalingActive.Reason).NotTo(Equal("InvalidSelector"), "ScalingActive: %s", scalingActive.Message)
 	var events corev1.EventList
-	g.Expect(cluster.Client.List(t.Context(), &events, client.InNamespace(namespace))).To(Succeed())
+	g.Expect(cluster.Client.List(t.Context(), &events, client.InNamespace(hpa.Namespace))).To(Succeed())
 	for _, event := range events.Items {
 		g.Expect(event.Reason).NotTo(Equal("SelectorRequired"), "%s %s: %s", event.InvolvedObject.Kind, event.InvolvedObject.Name, event.Message)
 	}
-	expectReady(t, client.ObjectKeyFromObject(server), metav1.ConditionFalse, embedopsv1.InitializingReason)
 }
 
 func TestNetworkPolicyObjectsFollowTheSpec(t *testing.T) {

@@ -24,6 +24,10 @@ const (
 	// ConfigurationDriftCondition means the cluster no longer matches a
 	// binding's recorded cluster facts. It never authorises deletion.
 	ConfigurationDriftCondition = "ConfigurationDrift"
+	// OutOfRoomCondition means a binding's claims, taken over from its
+	// predecessor, have no room for its revision: no server uses it again,
+	// and the server that did moves to storage of its own.
+	OutOfRoomCondition = "OutOfRoom"
 )
 
 // Condition reasons; an event's reason equals the condition reason.
@@ -166,4 +170,12 @@ const (
 	// handed its claims to its successor and was Released without deleting
 	// any.
 	SupersededReason = "Superseded"
+	// NoSpaceLeftReason: a populator found no space left on a claim the
+	// binding took over (ENOSPC); OutOfRoom is True, and its server moves
+	// to new storage (an Event of the binding and of the server).
+	NoSpaceLeftReason = "NoSpaceLeft"
+	// RevisionTooLargeReason: the revision the binding's resolve Job listed,
+	// with its headroom, exceeds the room its predecessor's claims
+	// reported; OutOfRoom is True before any pod rolls.
+	RevisionTooLargeReason = "RevisionTooLarge"
 )

@@ -106,9 +106,10 @@ func IsActive(binding *embedopsv1.ModelCacheBinding) bool {
 }
 
 // Reusable reports whether a server with decision d may reference binding:
-// Active, not being deleted, not handing its storage over, recording d.
+// Active, not being deleted, not handing its storage over, not out of room
+// (OutOfRoom), recording d.
 func Reusable(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
-	return binding.DeletionTimestamp.IsZero() && IsActive(binding) && !HandingOver(binding) && MatchesDecision(binding, d)
+	return binding.DeletionTimestamp.IsZero() && IsActive(binding) && !HandingOver(binding) && !OutOfRoom(binding) && MatchesDecision(binding, d)
 }
 
 // Usable reports whether the server with uid may use binding for decision
@@ -116,12 +117,13 @@ func Reusable(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 // references that is being deleted. Like a claim under pvc-protection, a
 // deleted binding stays with the server that uses it and releases its data
 // as soon as nothing does. A binding handing its storage over is not used
-// again: its successor is.
+// again: its successor is; nor is one out of room: the server moves to
+// storage of its own.
 func Usable(binding *embedopsv1.ModelCacheBinding, d *Decision, uid types.UID) bool {
 	if Reusable(binding, d) {
 		return true
 	}
-	return IsActive(binding) && !HandingOver(binding) && MatchesDecision(binding, d) && HasReference(binding, uid)
+	return IsActive(binding) && !HandingOver(binding) && !OutOfRoom(binding) && MatchesDecision(binding, d) && HasReference(binding, uid)
 }
 
 // AwaitsFirstReference reports whether binding is a PerReplica binding

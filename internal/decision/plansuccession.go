@@ -75,10 +75,11 @@ func successorAction(kind Succession) Action {
 
 // realizedRoom is what RoomForAnotherRevision reads of the binding whose
 // claims the revision would roll on: the model's size (RealizedBytes) and
-// the free and reclaimable bytes the newest binding of exactly identity
-// (its sharing domain too: a PerReplica binding's claims are its server's)
-// recorded; without them the rule is the one the ledger applies to an
-// earlier release's binding, twice the model within the size.
+// the files, free and reclaimable bytes the newest binding of exactly
+// identity (its sharing domain too: a PerReplica binding's claims are its
+// server's) recorded; without them the rule is the one the ledger applies
+// to an earlier release's binding, both revisions within the size's
+// usable bytes (UsableBytes).
 func realizedRoom(bindings []embedopsv1.ModelCacheBinding, identity embedopsv1.CacheIdentity) *embedopsv1.RealizedCache {
 	room := &embedopsv1.RealizedCache{Bytes: RealizedBytes(bindings, identity)}
 	var found *embedopsv1.ModelCacheBinding
@@ -92,6 +93,7 @@ func realizedRoom(bindings []embedopsv1.ModelCacheBinding, identity embedopsv1.C
 		}
 	}
 	if found != nil {
+		room.Files = found.Status.Realized.Files
 		room.FreeBytes, room.ReclaimableBytes = found.Status.Realized.FreeBytes, found.Status.Realized.ReclaimableBytes
 	}
 	return room

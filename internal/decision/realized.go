@@ -10,7 +10,10 @@ import (
 )
 
 // MergeRealized fills the unset fields of recorded (nil: none) from found;
-// a set field is immutable and kept.
+// a set field is immutable and kept, but the room (freeBytes and
+// reclaimableBytes), which found replaces whenever it carries one for the
+// recorded commit and digest: the least room over the replicas' latest
+// populate results changes as each finishes (controller withLeastRoom).
 func MergeRealized(recorded, found *embedopsv1.RealizedCache) *embedopsv1.RealizedCache {
 	merged := recorded.DeepCopy()
 	if merged == nil {
@@ -28,7 +31,7 @@ func MergeRealized(recorded, found *embedopsv1.RealizedCache) *embedopsv1.Realiz
 			merged.Bytes = new(*found.Bytes)
 		}
 		// The room is one claim's: both values or neither.
-		if merged.FreeBytes == nil && merged.ReclaimableBytes == nil && found.FreeBytes != nil {
+		if found.FreeBytes != nil {
 			merged.FreeBytes = new(*found.FreeBytes)
 			merged.ReclaimableBytes = ptr.To(ptr.Deref(found.ReclaimableBytes, 0))
 		}

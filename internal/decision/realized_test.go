@@ -9,7 +9,7 @@ import (
 	"github.com/embedops/embedops/internal/decision"
 )
 
-func TestMergeRealizedTakesTheRoomOfTheRecordedSnapshotOnce(t *testing.T) {
+func TestMergeRealizedTakesTheLatestRoomOfTheRecordedSnapshot(t *testing.T) {
 	g := NewWithT(t)
 	commit, digest := "1111111111111111111111111111111111111111", "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	recorded := &embedopsv1.RealizedCache{ResolvedCommit: commit, ContentDigest: digest}
@@ -23,6 +23,8 @@ func TestMergeRealizedTakesTheRoomOfTheRecordedSnapshotOnce(t *testing.T) {
 
 	later := &embedopsv1.RealizedCache{ResolvedCommit: commit, ContentDigest: digest, FreeBytes: new(int64(1)), ReclaimableBytes: new(int64(1))}
 	again := decision.MergeRealized(merged, later)
-	g.Expect(again.FreeBytes).To(HaveValue(Equal(int64(7))), "immutable once set")
-	g.Expect(again.ReclaimableBytes).To(HaveValue(BeZero()))
+	g.Expect(again.FreeBytes).To(HaveValue(Equal(int64(1))), "the room follows the replicas' latest results")
+	g.Expect(again.ReclaimableBytes).To(HaveValue(Equal(int64(1))))
+	g.Expect(decision.MergeRealized(again, &embedopsv1.RealizedCache{ResolvedCommit: commit, ContentDigest: digest}).FreeBytes).
+		To(HaveValue(Equal(int64(1))), "a record without a room keeps the recorded one")
 }

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
@@ -103,38 +102,6 @@ func RevisesInPlace(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
 	return SameStoragePart(recorded, &revised) || GrowsInPlace(binding, &revised)
 }
 
-// RoomForAnotherRevision reports whether the binding's claims have room
-// for d's revision beside the one they serve: the new revision is taken to
-// be as large as the realized one (blobs shared between revisions only
-// make it smaller). The populator prunes older revisions before it fetches
-// the new one (populate, Pruning), so the room is what the claims had free
-// when the binding's revision was populated, plus what that pruning frees,
-// plus what a larger size adds, less some headroom (revisionHeadroom).
-// Claims whose free bytes no populator recorded (an earlier release's)
-// must hold the realized model twice within d's size. Unknown bytes never
-// fit.
-func RoomForAnotherRevision(binding *embedopsv1.ModelCacheBinding, d *Decision) bool {
-	realized := binding.Status.Realized
-	if realized == nil || realized.Bytes == nil {
-		return false
-	}
-	if realized.FreeBytes == nil {
-		return 2**realized.Bytes <= d.Decision.Size.Value()
-	}
-	grown := max(d.Decision.Size.Value()-binding.Spec.Decision.Size.Value(), 0)
-	return *realized.Bytes+revisionHeadroom(*realized.Bytes) <= *realized.FreeBytes+ptr.Deref(realized.ReclaimableBytes, 0)+grown
-}
-
-// revisionHeadroom is what a revision of bytes takes on a claim beyond its
-// files' sizes, which the room is measured against: each file rounded up
-// to the filesystem's blocks, the snapshot's links and directories, its
-// manifest and refs. 1 % and 1 MiB cover them with room to spare, so a
-// revision that would fill the claim to its last block gets new storage
-// instead of failing with ENOSPC half way through a roll.
-func revisionHeadroom(bytes int64) int64 {
-	return bytes/100 + 1<<20
-}
-
 // InPlaceRollAllowed reports whether the server's pods may be replaced one
 // at a time on their own claims: the StatefulSet's rolling update takes one
 // pod down before its successor starts (k8s pkg/controller/statefulset,
@@ -146,11 +113,11 @@ func InPlaceRollAllowed(replicas int32, maxUnavailable int32) bool {
 }
 
 // Supersedable reports whether the server with uid may hand the binding's
-// storage to a successor: Active, not being deleted and referenced by that
-// server alone.
+// storage to a successor: Active, not being deleted, not out of room (its
+// claims are what the server leaves) and referenced by that server alone.
 func Supersedable(binding *embedopsv1.ModelCacheBinding, uid types.UID) bool {
 	refs := binding.Status.RequestReferences
-	return IsActive(binding) && binding.DeletionTimestamp.IsZero() &&
+	return IsActive(binding) && binding.DeletionTimestamp.IsZero() && !OutOfRoom(binding) &&
 		len(refs) == 1 && refs[0].UID == uid
 }
 

@@ -86,7 +86,8 @@ func TestPerReplicaPopulateJobOnlyResolvesTheRevision(t *testing.T) {
 	resolve := pod.Containers[0]
 	g.Expect(resolve.Name).To(Equal(builder.PopulateContainerName), "the controller reads its termination message as a populate container's")
 	g.Expect(resolve.Command).To(Equal([]string{"/embedops", "populate", "--model", "BAAI/bge-large-en-v1.5",
-		"--revision", "main", "--resolve-only", "--termination-log", "/dev/termination-log"}))
+		"--revision", "main", "--image", embedopsv1.DefaultImage, "--resolve-only", "--termination-log", "/dev/termination-log"}),
+		"it lists what the init containers cache for the server's image")
 	g.Expect(resolve.VolumeMounts).To(BeEmpty())
 	g.Expect(resolve.Env).To(ConsistOf(secretEnv("HF_TOKEN", "hf", "token"), corev1.EnvVar{Name: "HF_ENDPOINT", Value: "http://mirror"}),
 		"the hub, the token and the network settings are the downloader's")

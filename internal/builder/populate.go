@@ -96,14 +96,17 @@ func ResolvesFirst(server *embedopsv1.EmbeddingServer, cache *Cache) bool {
 
 // resolveContainer runs `embedops populate --resolve-only`: it asks the hub
 // which commit the revision names, with the settings the downloader has,
-// and writes only that to its termination message; it downloads nothing
-// and mounts no cache.
+// and writes that and what the commit lists for the server's image (the
+// files the init containers will cache, and their bytes) to its
+// termination message, so the room for the revision is checked before any
+// pod downloads it; it caches nothing and mounts no cache.
 func resolveContainer(server *embedopsv1.EmbeddingServer, cache *Cache) corev1.Container {
 	container := populateContainer(server, cache, nil)
 	container.Command = []string{
 		"/embedops", "populate",
 		"--model", server.Spec.Model.Name,
 		"--revision", revision(server),
+		"--image", image(server),
 		"--resolve-only", "--termination-log", TerminationLogPath,
 	}
 	container.VolumeMounts = caBundleMounts(server)

@@ -31,9 +31,11 @@ type populateOptions struct {
 	terminationLog string
 }
 
-// terminationMessage is what a failed run leaves in the termination log.
+// terminationMessage is what a failed run leaves in the termination log:
+// the error, and a reason the controller reads (populate.FailureReason).
 type terminationMessage struct {
-	Error string `json:"error"`
+	Error  string `json:"error"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func newPopulateCommand() *cobra.Command {
@@ -164,7 +166,7 @@ func resultMessage(result populate.Result) ([]byte, error) {
 func failureMessage(err error) []byte {
 	message := []rune(err.Error())
 	for {
-		data, _ := json.Marshal(terminationMessage{Error: string(message)})
+		data, _ := json.Marshal(terminationMessage{Error: string(message), Reason: populate.FailureReason(err)})
 		if len(data) <= maxTerminationMessage {
 			return data
 		}

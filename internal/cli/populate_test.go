@@ -274,7 +274,10 @@ func TestPopulateResolveOnlyRecordsTheCommitAndDownloadsNothing(t *testing.T) {
 		"--termination-log", terminationLog)
 
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(decodeStrict(g, []byte(out))).To(Equal(populated{ResolvedCommit: commit}))
+	printed := decodeStrict(g, []byte(out))
+	g.Expect(printed.ResolvedCommit).To(Equal(commit))
+	g.Expect(printed.Bytes).To(And(BeNumerically(">", 0), Equal(printed.RepoBytes)), "what the commit lists: without --image, every file")
+	g.Expect(printed.Free).To(BeNil(), "no cache, no room")
 	logged, err := os.ReadFile(terminationLog)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decodeStrict(g, logged).ResolvedCommit).To(Equal(commit))
@@ -355,4 +358,16 @@ func TestPopulatePrunesOnlyWithPrune(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(help).To(ContainSubstring("It deletes nothing unless given --prune"))
 	g.Expect(help).To(ContainSubstring("The controller\npasses --prune"))
+}
+
+// A full cache is named in the termination message's reason, which the
+// controller reads to move a server to new storage.
+func TestPopulateNamesAFullDiskInItsFailure(t *testing.T) {
+	g := NewWithT(t)
+	var message terminationMessage
+	g.Expect(json.Unmarshal(failureMessage(fmt.Errorf("writing blob: %w", populate.ErrDiskFull)), &message)).To(Succeed())
+	g.Expect(message.Reason).To(Equal(populate.DiskFullReason))
+	var other terminationMessage
+	g.Expect(json.Unmarshal(failureMessage(errors.New("hub said no")), &other)).To(Succeed())
+	g.Expect(other.Reason).To(BeEmpty())
 }

@@ -29,6 +29,21 @@ var (
 	ErrInvalid = errors.New("invalid")
 )
 
+// DiskFullReason is the reason a failed run gives in its termination
+// message when the cache ran out of space or quota (ErrDiskFull), so the
+// controller tells a claim without room from any other failure without
+// reading the error's words (FailureReason).
+const DiskFullReason = "DiskFull"
+
+// FailureReason is the reason a failed run's termination message gives
+// for err: DiskFullReason when it wraps ErrDiskFull, "" otherwise.
+func FailureReason(err error) string {
+	if errors.Is(err, ErrDiskFull) {
+		return DiskFullReason
+	}
+	return ""
+}
+
 // transientError marks a failure worth retrying: a network error, a cut-off
 // body, or a 408, 429 or 5xx answer.
 type transientError struct {

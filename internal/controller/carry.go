@@ -19,7 +19,8 @@ import (
 // in order, the finalizer, the binding (bind), the claims' labels and
 // their expansion (ledger.ExpandClaims), the populate Job and the
 // binding's record of it (writePopulate), a populate Job's result, the
-// children (carryOutChildren), and what the pods realized. It runs after
+// children (carryOutChildren), what the pods realized, and a binding out
+// of room (markOutOfRoom). It runs after
 // the last phase of its round, also when that phase stopped the reconcile
 // or failed: what the round planned is written. The status is written
 // after the last round, once, when the reconcile ends (finalizeStatus).
@@ -54,7 +55,10 @@ func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverS
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return result, r.recordRealized(ctx, scope, plan.realized)
+	if err := r.recordRealized(ctx, scope, plan.realized); err != nil {
+		return result, err
+	}
+	return result, r.markOutOfRoom(ctx, scope, plan.outOfRoom)
 }
 
 // carryOutChildren applies the planned children, drains the old

@@ -20,10 +20,11 @@ import (
 
 // populateMessage is the JSON `embedops populate --termination-log` leaves
 // as the populate init container's termination message: the result on
-// success, {"error": ...} on failure.
+// success, {"error": ..., "reason": ...} on failure (populate.FailureReason).
 type populateMessage struct {
 	populate.Result
-	Error string `json:"error"`
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
 }
 
 // populateOutcome is what one pod's populate init container reports.
@@ -33,8 +34,10 @@ type populateOutcome struct {
 	// or 0 with an unreadable result. Neither: it is downloading.
 	done, failed bool
 	result       populateMessage
-	// detail says why it failed.
-	detail string
+	// detail says why it failed; diskFull: the claim had no space left
+	// (populate.DiskFullReason).
+	detail   string
+	diskFull bool
 }
 
 // modelReport is the ModelReady condition the pods support, and what they
@@ -62,10 +65,12 @@ func (r *EmbeddingServerReconciler) planRealized(_ context.Context, scope *serve
 	if scope.cache == nil || !scope.cache.Populated() || scope.binding == nil || scope.cache.Mode == embedopsv1.CacheModeShared {
 		return ctrl.Result{}, nil
 	}
-	report, ok := modelReportOf(scope.observed.podsMounting(scope.cache.Binding), scope.binding.Status.Realized)
+	pods := scope.observed.podsMounting(scope.cache.Binding)
+	report, ok := modelReportOf(pods, scope.binding.Status.Realized)
 	if ok {
 		scope.modelReport = &report
-		scope.plan.realized = report.realized
+		scope.plan.realized = withLeastRoom(report.realized, scope.binding.Status.Realized, pods, scope.server.GetReplicas())
+		planOutOfRoom(scope, pods)
 	}
 	return ctrl.Result{}, nil
 }
@@ -167,7 +172,6 @@ func modelReportOf(pods []corev1.Pod, recorded *embedopsv1.RealizedCache) (model
 			report.realized = &embedopsv1.RealizedCache{ResolvedCommit: commit, ContentDigest: digest}
 			if first.ResolvedCommit == commit && first.ContentDigest == digest {
 				report.realized = realizedOf(first.Result)
-				withLeastRoom(report.realized, done)
 			}
 		}
 	}
@@ -221,6 +225,7 @@ func populateOutcomeOf(pod *corev1.Pod) (populateOutcome, bool) {
 	case terminated.ExitCode != 0:
 		outcome.failed = true
 		outcome.detail = failureDetail(terminated, message, decodeErr)
+		outcome.diskFull = decodeErr == nil && message.Reason == populate.DiskFullReason
 	case decodeErr != nil || !message.Recordable():
 		outcome.failed = true
 		outcome.detail = fmt.Sprintf("%s exited 0 without a readable result in its termination message", builder.PopulateContainerName)

@@ -41,6 +41,9 @@ type serverPlan struct {
 	// realized is what the pods' populate init containers realized, for
 	// the binding to record once (ledger.RecordRealized); nil for nothing.
 	realized *embedopsv1.RealizedCache
+	// outOfRoom marks the binding in use out of room (planOutOfRoom); nil
+	// for nothing.
+	outOfRoom *outOfRoomWrite
 	// deletion is what a deleted server's reconcile writes; then nothing
 	// else is planned.
 	deletion *deletionPlan

@@ -178,6 +178,9 @@ func (r *EmbeddingServerReconciler) recordJobResult(ctx context.Context, scope *
 		// Only the commit: the replicas' init containers record what they
 		// cached of it (decision.MergeRealized fills the rest).
 		found = &embedopsv1.RealizedCache{ResolvedCommit: outcome.result.ResolvedCommit}
+		if err := r.checkListedRoom(ctx, scope, outcome.result.Result); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	scope.plan.populated = found
 	return ctrl.Result{}, nil

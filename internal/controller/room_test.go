@@ -82,18 +82,38 @@ func bindingBeside(t *testing.T, g *WithT, first *embedopsv1.ModelCacheBinding) 
 	return second
 }
 
-// The binding records the room of the claim with the least of it among the
-// pods that reported: the next revision must fit on every claim.
-func TestModelReportRecordsTheLeastRoom(t *testing.T) {
-	g := NewWithT(t)
-	pods := []corev1.Pod{
-		podWith("tei-0", populatedWithRoom(10, 500, 100)),
-		podWith("tei-1", populatedWithRoom(10, 300, 250)),
-		podWith("tei-2", populatedWithRoom(10, 400, 0)),
+// The binding records the least room over every replica's latest result:
+// down as each reports, up only once every replica has.
+func TestWithLeastRoomFollowsEveryReplicasLatestResult(t *testing.T) {
+	recorded := func(free, reclaimable int64) *embedopsv1.RealizedCache {
+		return &embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, FreeBytes: new(free), ReclaimableBytes: new(reclaimable)}
 	}
-	report, ok := modelReportOf(pods, nil)
-	g.Expect(ok).To(BeTrue())
-	g.Expect(report.realized.FreeBytes).To(HaveValue(Equal(int64(400))), "tei-2 has 400 bytes of room, tei-1 550, tei-0 600")
-	g.Expect(report.realized.ReclaimableBytes).To(HaveValue(BeZero()))
-	g.Expect(embedopsv1.RealizedCache{}.FreeBytes).To(BeNil())
+	pod := func(name string, free, reclaimable int64) corev1.Pod {
+		return podWith(name, populatedWithRoom(10, free, reclaimable))
+	}
+	cases := []struct {
+		name     string
+		planned  *embedopsv1.RealizedCache
+		recorded *embedopsv1.RealizedCache
+		pods     []corev1.Pod
+		replicas int32
+		want     *embedopsv1.RealizedCache
+	}{
+		{"the first record takes the least of those done", &embedopsv1.RealizedCache{ResolvedCommit: commitA, ContentDigest: digestA, FreeBytes: new(int64(500))},
+			nil, []corev1.Pod{pod("tei-0", 500, 100), pod("tei-1", 300, 250), pod("tei-2", 400, 0)}, 3, recorded(400, 0)},
+		{"a replica reporting less lowers it", nil, recorded(400, 0), []corev1.Pod{pod("tei-0", 500, 100), pod("tei-1", 200, 0)}, 3, recorded(200, 0)},
+		{"more room from some replicas keeps it", nil, recorded(400, 0), []corev1.Pod{pod("tei-0", 500, 100), pod("tei-1", 900, 0)}, 3, nil},
+		{"more room from every replica raises it", nil, recorded(400, 0),
+			[]corev1.Pod{pod("tei-0", 500, 100), pod("tei-1", 900, 0), pod("tei-2", 700, 0)}, 3, recorded(600, 0)},
+		{"the same room writes nothing", nil, recorded(400, 0), []corev1.Pod{pod("tei-0", 400, 0), pod("tei-1", 900, 0)}, 2, nil},
+		{"another commit's pods say nothing", nil, recorded(400, 0), []corev1.Pod{podWith("tei-0", terminatedPopulate(0,
+			`{"resolvedCommit":"`+commitB+`","contentDigest":"`+digestB+`","files":3,"bytes":10,"freeBytes":1}`))}, 1, nil},
+		{"a pod still downloading says nothing", nil, recorded(400, 0), []corev1.Pod{podWith("tei-0", runningPopulate())}, 1, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(withLeastRoom(tc.planned, tc.recorded, tc.pods, tc.replicas)).To(Equal(tc.want))
+		})
+	}
 }

@@ -144,9 +144,10 @@ func (r *Repo) usedInside(text string) bool {
 var fieldRoots = map[string]bool{"spec": true, "status": true, "metadata": true}
 
 // qualified checks a dotted name. A field path must be a field of one of
-// the CRDs (metadata: of ObjectMeta); a Go name must be declared (pkg.Ident,
-// pkg.Type.Member, Type.Member) or written as a selector in the code; a
-// values path must be in the chart's values. A name none of these hold is
+// the CRDs (metadata: of ObjectMeta) or of a kind the controller writes; a
+// Go name must be declared (pkg.Ident, pkg.Type.Member, Type.Member) or
+// written as a selector in the code; a values path must be in the chart's
+// values; a path below a written kind's spec (ordinals.start) is one. A name none of these hold is
 // accepted only as an upstream program's, in a sentence about it, and
 // never when it starts with a library package of the tree.
 func (r *Repo) qualified(text string, s Span) string {
@@ -155,9 +156,9 @@ func (r *Repo) qualified(text string, s Span) string {
 		if r.field(parts) || upstream(s.Sentence) {
 			return ""
 		}
-		return fmt.Sprintf("no CRD of config/crd/bases has the field %s", text)
+		return fmt.Sprintf("no CRD of config/crd/bases and no kind the controller writes has the field %s", text)
 	}
-	if r.goName(parts) || hasPath(r.values, parts) {
+	if r.goName(parts) || hasPath(r.values, parts) || kindField(append([]string{"spec"}, parts...)) {
 		return ""
 	}
 	if !r.goIndex.ownPackages[parts[0]] && upstream(s.Sentence) {
@@ -191,7 +192,8 @@ func (r *Repo) goName(parts []string) bool {
 	return false
 }
 
-// field tells whether a field path is in a CRD's schema.
+// field tells whether a field path is in a CRD's schema or a written
+// kind's.
 func (r *Repo) field(parts []string) bool {
 	if parts[0] == "metadata" {
 		return len(parts) == 2 && objectMetaFields()[parts[1]]
@@ -201,7 +203,7 @@ func (r *Repo) field(parts []string) bool {
 			return true
 		}
 	}
-	return false
+	return kindField(parts)
 }
 
 // schemaHas walks an OpenAPI schema along a field path; a field that

@@ -14,7 +14,8 @@ const keepAnnotation = "helm.sh/resource-policy"
 
 // TestCRDValues: the CRDs are templates, config/default's whole with the
 // defaults (keep annotation included); crds.keep=false leaves out only
-// that annotation, crds.enabled=false the CRDs and nothing else.
+// that annotation, crds.enabled=false the CRDs and their schema policy and
+// nothing else.
 func TestCRDValues(t *testing.T) {
 	g := NewWithT(t)
 	configCRDs := crdsOf(mustConfigDefault(t))
@@ -24,6 +25,7 @@ func TestCRDValues(t *testing.T) {
 	}
 	all := render(t, nil)
 	expectSameObjects(t, crdsOf(all), configCRDs)
+	g.Expect(slices.ContainsFunc(all, OnlyInChart)).To(BeTrue(), "the CRD schema policy comes with the CRDs")
 
 	withoutKeep := crdsOf(render(t, map[string]any{"crds": map[string]any{"keep": false}}))
 	for _, crd := range configCRDs {
@@ -33,7 +35,7 @@ func TestCRDValues(t *testing.T) {
 
 	withoutCRDs := render(t, map[string]any{"crds": map[string]any{"enabled": false}})
 	g.Expect(crdsOf(withoutCRDs)).To(BeEmpty())
-	expectSameObjects(t, withoutCRDs, slices.DeleteFunc(slices.Clone(all), isCRD))
+	expectSameObjects(t, withoutCRDs, slices.DeleteFunc(slices.Clone(all), func(o Object) bool { return isCRD(o) || OnlyInChart(o) }))
 }
 
 // TestCRDValuesRefused: the schema refuses a crds value of the wrong type

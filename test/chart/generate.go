@@ -5,9 +5,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
 // generatedHeader starts every file Generated writes.
@@ -15,8 +18,7 @@ const generatedHeader = "# Generated from config/ by `make manifests` (go test .
 
 // Generated returns the chart's files that are copies of what config/
 // renders, by path in the chart: each CRD of config/default, whole, as a
-// template in CRDDir that crds.enabled renders and whose
-// helm.sh/resource-policy: keep only crds.keep renders (crdTemplate); the rules of its
+// template in CRDDir that the chart renders as CRDTemplate says; the rules of its
 // manager role, which controller-gen writes from the RBAC markers; the
 // spec of config/prometheus's PrometheusRule, whose alert templates Helm
 // would otherwise read as its own; config/grafana's dashboard, as is (JSON
@@ -35,7 +37,7 @@ func Generated(root string) (map[string][]byte, error) {
 		switch {
 		case name == "":
 		case path.Dir(name) == CRDDir:
-			if files[name], err = crdTemplate(data); err != nil {
+			if files[name], err = CRDTemplate(data); err != nil {
 				return nil, err
 			}
 		default:
@@ -90,10 +92,12 @@ func generatedFile(o Object) (string, []byte, error) {
 // YAML spells it.
 const keepLine = "    helm.sh/resource-policy: keep\n"
 
-// crdTemplate makes a CRD's YAML a template: rendered unless
-// crds.enabled=false, its keep annotation unless crds.keep=false. Helm renders
-// templates as Go templates, so the YAML must hold no action delimiter.
-func crdTemplate(crd []byte) ([]byte, error) {
+// CRDTemplate makes a CRD's YAML a template: rendered when the chart's
+// embedops.crd helper says so (crds.enabled, and the cluster's CRD absent or
+// not newer, by its embedops.dev/schema-version), its keep annotation unless
+// crds.keep=false. Helm renders templates as Go templates, so the YAML must
+// hold no action delimiter.
+func CRDTemplate(crd []byte) ([]byte, error) {
 	text := string(crd)
 	if strings.Contains(text, "{{") {
 		return nil, fmt.Errorf("a CRD holds %q, which Helm would read as a template action", "{{")
@@ -101,8 +105,22 @@ func crdTemplate(crd []byte) ([]byte, error) {
 	if strings.Count(text, keepLine) != 1 {
 		return nil, fmt.Errorf("a CRD lacks config/crd's annotation %q", strings.TrimSpace(keepLine))
 	}
+	var meta struct {
+		Metadata struct {
+			Name        string            `json:"name"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(crd, &meta); err != nil {
+		return nil, fmt.Errorf("reading a CRD's name and schema version: %w", err)
+	}
+	version, err := strconv.Atoi(meta.Metadata.Annotations[embedopsv1.SchemaVersionAnnotation])
+	if err != nil {
+		return nil, fmt.Errorf("CRD %s: annotation %s: %w", meta.Metadata.Name, embedopsv1.SchemaVersionAnnotation, err)
+	}
 	text = strings.Replace(text, keepLine, "{{- if "+crdValue("keep")+" }}\n"+keepLine+"{{- end }}\n", 1)
-	return []byte("{{- if " + crdValue("enabled") + " }}\n" + generatedHeader + text + "{{- end }}\n"), nil
+	guard := fmt.Sprintf("{{- if include %q (list . %q %d) }}\n", "embedops.crd", meta.Metadata.Name, version)
+	return []byte(guard + generatedHeader + text + "{{- end }}\n"), nil
 }
 
 // crdValue reads crds.<name>, true when unset: `helm upgrade --reuse-values`

@@ -64,3 +64,11 @@ func normalize(v any) (Object, error) {
 	var o Object
 	return o, json.Unmarshal(data, &o)
 }
+
+// OnlyInChart reports whether o is one of the objects the chart renders
+// and config/default does not: the CRD schema policy and its binding
+// (templates/crd-schema-policy.yaml), which refuse the older CRDs a helm
+// rollback applies (test/upgrade TestHelmRollbackKeepsTheNewerCRDs).
+func OnlyInChart(o Object) bool {
+	return o.Group() == "admissionregistration.k8s.io" && o.Name() == "embedops-crd-schema-version"
+}

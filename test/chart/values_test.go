@@ -191,7 +191,7 @@ func TestReleaseNamespace(t *testing.T) {
 		switch o.Kind() {
 		case "Namespace":
 			g.Expect(meta["name"]).To(Equal("platform"))
-		case "CustomResourceDefinition", "ClusterRole":
+		case "CustomResourceDefinition", "ClusterRole", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			g.Expect(meta).NotTo(HaveKey("namespace"), o.Key())
 		case "ClusterRoleBinding", "RoleBinding":
 			g.Expect(o["subjects"]).To(ConsistOf(HaveKeyWithValue("namespace", "platform")), o.Key())

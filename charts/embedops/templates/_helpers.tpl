@@ -86,3 +86,43 @@ which may not repeat a flag the values set (the last one would win).
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+embedops.crd is "render" when the CRD template of (list . <name> <schema
+version>) renders its CRD, empty otherwise: with crds.enabled, when the
+cluster has no such CRD or one whose embedops.dev/schema-version is not
+newer than the chart's. A newer one leaves the release's manifest, and Helm
+keeps it on the upgrade (helm v3.22 pkg/kube/client.go update: an object
+the release had and no longer renders is deleted unless the live object is
+annotated helm.sh/resource-policy: keep), so an upgrade to an older chart
+does not downgrade it; a CRD without the annotation counts as version 1,
+as internal/controller/schema reads it. A CRD another release owns stops
+the install with what to do: Helm would refuse it, naming the owner but not
+the way out (pkg/action/validate.go, existingResourceConflict). lookup
+answers nothing under helm template, a client-side dry run and Argo CD's
+rendering, so those render the CRD as before. helm rollback renders
+nothing: it applies the manifest stored with the revision it goes back to
+(pkg/action/rollback.go); crd-schema-policy.yaml guards that.
+*/}}
+{{- define "embedops.crd" -}}
+{{- $root := index . 0 }}
+{{- $name := index . 1 }}
+{{- $version := index . 2 | int }}
+{{- if dig "crds" "enabled" true $root.Values.AsMap }}
+{{- $live := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" $name }}
+{{- if not $live }}
+{{- print "render" }}
+{{- else }}
+{{- $annotations := dig "metadata" "annotations" dict $live }}
+{{- $liveVersion := get $annotations "embedops.dev/schema-version" | default "1" | atoi }}
+{{- if le $liveVersion $version }}
+{{- $owner := get $annotations "meta.helm.sh/release-name" }}
+{{- $ownerNamespace := get $annotations "meta.helm.sh/release-namespace" }}
+{{- if and $owner (or (ne $owner $root.Release.Name) (ne $ownerNamespace $root.Release.Namespace)) }}
+{{- fail (printf "CRD %s belongs to Helm release %s in namespace %s (an uninstalled release keeps its CRDs: helm.sh/resource-policy: keep). Install with --set crds.enabled=false to leave them to %s, or, if %s is uninstalled, hand them to this release and install again: kubectl annotate crd embeddingservers.embedops.dev modelcachebindings.embedops.dev --overwrite meta.helm.sh/release-name=%s meta.helm.sh/release-namespace=%s" $name $owner $ownerNamespace $owner $owner $root.Release.Name $root.Release.Namespace) }}
+{{- end }}
+{{- print "render" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -49,13 +49,14 @@ func Audit(ctx context.Context, repo *git.Repository, binding *embedopsv1.ModelC
 }
 
 // All audits bindings in order, each in repos.Path when set, else in a
-// clone of its own spec.source.repository (repos.URL is ignored),
-// authenticated with repos.Credentials over what repos.Lookup finds for the
-// binding. Repositories a GitRepository includes are cloned into
-// repos.CacheDir, authenticated with repos.Credentials alone. Builds are
-// shared between bindings of the same repository. A repository that cannot
-// be opened, tried once per set of credentials, makes its bindings
-// Unverifiable.
+// clone of its own spec.source.repository (repos.URL and repos.Credentials
+// are ignored), authenticated with what repos.Given has for its URL over
+// what repos.Lookup finds for the binding. Repositories a GitRepository
+// includes, and submodules, are cloned into repos.CacheDir, authenticated
+// with what repos.Given has for their URLs alone. A URL refusedRepository
+// refuses is not opened. Builds are shared between bindings of the same
+// repository. A repository that cannot be opened, tried once per set of
+// credentials, makes its bindings Unverifiable.
 func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.ModelCacheBinding, opts Options) []Result {
 	if repos.Path == "" {
 		opts.fetching = true
@@ -73,9 +74,11 @@ func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.Mod
 			o := repos
 			o.URL = binding.Spec.Source.Repository
 			key := "" // with a local Path, every binding shares one key
-			var lookupErr error
+			var lookupErr, err error
 			if o.Path == "" {
-				o.Credentials, lookupErr = credentialsFor(ctx, repos, binding)
+				if o.Credentials, lookupErr, err = credentialsFor(ctx, repos, binding); err != nil {
+					return nil, err
+				}
 				key = o.URL + "\x00" + o.Credentials.key()
 			}
 			r, ok := opened[key]
@@ -89,10 +92,14 @@ func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.Mod
 			return r.repo, r.err
 		}
 		included := func(url string) (*git.Repository, error) {
-			key := url + "\x00" + repos.Credentials.key()
+			creds, err := includedCredentials(repos, url)
+			if err != nil {
+				return nil, err
+			}
+			key := url + "\x00" + creds.key()
 			r, ok := opened[key]
 			if !ok {
-				r.repo, r.err = OpenRepository(ctx, RepositoryOptions{URL: url, CacheDir: repos.CacheDir, Credentials: repos.Credentials})
+				r.repo, r.err = OpenRepository(ctx, RepositoryOptions{URL: url, CacheDir: repos.CacheDir, Credentials: creds})
 				opened[key] = r
 			}
 			return r.repo, r.err
@@ -102,14 +109,26 @@ func All(ctx context.Context, repos RepositoryOptions, bindings []embedopsv1.Mod
 	return results
 }
 
-// credentialsFor is repos.Credentials over what repos.Lookup finds for the
-// binding; the lookup's error is returned with what it did find.
-func credentialsFor(ctx context.Context, repos RepositoryOptions, binding *embedopsv1.ModelCacheBinding) (Credentials, error) {
-	if repos.Lookup == nil {
-		return repos.Credentials, nil
+// credentialsFor is what repos.Given has for the binding's repository
+// over what repos.Lookup finds for it, the tool's credentials for the
+// repository its source object names; lookupErr is the lookup's error,
+// returned with what it did find. err refuses the repository.
+func credentialsFor(ctx context.Context, repos RepositoryOptions, binding *embedopsv1.ModelCacheBinding) (creds Credentials, lookupErr, err error) {
+	given, err := includedCredentials(repos, binding.Spec.Source.Repository)
+	if err != nil || repos.Lookup == nil {
+		return given, nil, err
 	}
-	found, err := repos.Lookup(ctx, binding)
-	return found.OverriddenBy(repos.Credentials), err
+	found, lookupErr := repos.Lookup(ctx, binding)
+	return found.OverriddenBy(given), lookupErr, nil
+}
+
+// includedCredentials is what repos.Given has for a repository URL, after
+// refusedRepository lets it through.
+func includedCredentials(repos RepositoryOptions, url string) (Credentials, error) {
+	if err := refusedRepository(url, repos.FromCluster); err != nil {
+		return Credentials{}, err
+	}
+	return repos.Given.ForURL(url)
 }
 
 // auditor audits bindings, keeping one renderer per repository.

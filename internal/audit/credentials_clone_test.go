@@ -7,11 +7,13 @@ import (
 	"crypto/rsa"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,17 +42,34 @@ func serveGitops(t *testing.T) *servedGitops {
 }
 
 // auditAt audits commit 4's binding in a clone of the repository at base
-// (the server's address), authenticated with creds.
+// (the server's address), authenticated with creds given for base's host,
+// over plain http too.
 func (s *servedGitops) auditAt(t *testing.T, base string, creds Credentials) Result {
 	t.Helper()
 	url := base + "/" + filepath.Base(s.dir)
 	binding := bindingFor(t, prodServer("10Gi"), s.commits[4], withSource(func(src *embedopsv1.DecisionSource) { src.Repository = url }))
-	opts := RepositoryOptions{CacheDir: t.TempDir(), Credentials: creds}
+	given := givenFor(t, creds, base)
+	given.OverHTTP = true
+	opts := RepositoryOptions{CacheDir: t.TempDir(), Given: given}
 	results := All(context.Background(), opts, []embedopsv1.ModelCacheBinding{*binding}, Options{})
 	if len(results) != 1 {
 		t.Fatalf("got %d results, want 1", len(results))
 	}
 	return results[0]
+}
+
+// givenFor gives creds for the scheme, host and port of base.
+func givenFor(t *testing.T, creds Credentials, base string) *GivenCredentials {
+	t.Helper()
+	target, ok := parseTarget(base)
+	if !ok {
+		t.Fatalf("%s is no network URL", base)
+	}
+	scope, err := ParseCredentialScope(fmt.Sprintf("%s://%s", target.scheme, net.JoinHostPort(target.host, strconv.Itoa(target.port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &GivenCredentials{Credentials: creds, For: []CredentialScope{scope}}
 }
 
 // verified matches a binding verified back to the commit that added the

@@ -126,23 +126,6 @@ func TestOverriddenByReplacesEachKindWhole(t *testing.T) {
 	}
 }
 
-func TestFluxCredentialsReadSourceControllerKeys(t *testing.T) {
-	g := NewWithT(t)
-	secret := func(data map[string]string) *corev1.Secret {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "git"}, Data: map[string][]byte{}}
-		for k, v := range data {
-			s.Data[k] = []byte(v)
-		}
-		return s
-	}
-	g.Expect(FluxCredentials(secret(map[string]string{"username": "u", "password": "p"}))).To(Equal(
-		Credentials{Username: "u", Password: "p", From: "Secret flux-system/git"}))
-	g.Expect(FluxCredentials(secret(map[string]string{"bearerToken": "b"}))).To(Equal(
-		Credentials{BearerToken: "b", From: "Secret flux-system/git"}))
-	g.Expect(FluxCredentials(secret(map[string]string{"identity": "k", "password": "kp", "known_hosts": "h"}))).To(Equal(
-		Credentials{SSHKey: []byte("k"), SSHKeyPassword: "kp", KnownHosts: []byte("h"), From: "Secret flux-system/git", KnownHostsFrom: "Secret flux-system/git"}))
-}
-
 func TestArgoCredentialsMatchTheRepositoryThenTheLongestTemplate(t *testing.T) {
 	secret := func(name, kind, url string) corev1.Secret {
 		return corev1.Secret{
@@ -165,11 +148,14 @@ func TestArgoCredentialsMatchTheRepositoryThenTheLongestTemplate(t *testing.T) {
 		{url: "https://git.example.com/org/apps.git", want: "org"},
 		{url: "ssh://git@git.example.com/org/ssh.git", want: "ssh"},
 		{url: "https://elsewhere.example.com/org/apps.git"},
+		{url: "https://git.example.com/organisation/apps.git"},
+		{url: "https://git.example.com.attacker.test/org/apps.git"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.url, func(t *testing.T) {
 			g := NewWithT(t)
-			got, ok := ArgoCredentials(secrets, knownHosts, nil, tc.url)
+			got, ok, err := ArgoCredentials(secrets, knownHosts, nil, tc.url)
+			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ok).To(Equal(tc.want != ""))
 			g.Expect(got.KnownHostsFrom).To(Equal("ConfigMap argocd/argocd-ssh-known-hosts-cm"), "known hosts apply with or without a Secret")
 			if tc.want == "" {

@@ -32,17 +32,27 @@ type RepositoryOptions struct {
 	// CacheDir holds bare clones, one per URL, reused and fetched on later
 	// runs. Required when cloning.
 	CacheDir string
-	// Credentials authenticate clones and fetches (see Credentials for
-	// what each transport uses). In All they override, kind by kind, those
-	// Lookup finds: the precedence is flags and environment, then the
-	// cluster's, then none (anonymous HTTP; the SSH agent with the user's
-	// known_hosts files).
+	// Credentials authenticate OpenRepository's clone and fetches of URL
+	// (see Credentials for what each transport uses). All does not use
+	// them: it takes each repository's from Given and Lookup.
 	Credentials Credentials
+	// Given are the credentials of flags and the environment, with the
+	// repositories they are for (All only). For a binding's repository
+	// they override, kind by kind, those Lookup finds: the precedence is
+	// flags and environment, then the cluster's, then none (anonymous
+	// HTTP; the SSH agent with the user's known_hosts files). Included
+	// repositories and submodules get Given's alone.
+	Given *GivenCredentials
 	// Lookup, when set, finds a binding's credentials as the tool that
-	// applied it has them (All only). An error names what could not be
-	// read; the clone goes on without it, and the binding is Unverifiable
-	// with that error when the clone fails.
+	// applied it has them, for the binding's own repository only (All
+	// only). An error names what could not be read; the clone goes on
+	// without it, and the binding is Unverifiable with that error when the
+	// clone fails.
 	Lookup func(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (Credentials, error)
+	// FromCluster says the bindings were read from the cluster (All only):
+	// a repository they name that is a local path or a file:// URL is
+	// refused. Bindings from the user's own file may name one.
+	FromCluster bool
 }
 
 // DefaultCacheDir is where clones are kept unless told otherwise: the
@@ -144,7 +154,7 @@ func clone(ctx context.Context, dir string, r remote) (*git.Repository, error) {
 	}
 	repo, err := initRemote(dir, r.url)
 	if err == nil {
-		err = repo.FetchContext(ctx, r.fetchOptions())
+		err = repo.FetchContext(r.withRedirectCheck(ctx), r.fetchOptions())
 	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		_ = os.RemoveAll(dir)
@@ -173,7 +183,7 @@ func fetch(ctx context.Context, dir string, r remote) (*git.Repository, error) {
 	}
 	options := r.fetchOptions()
 	options.RemoteURL = r.url
-	err = repo.FetchContext(ctx, options)
+	err = repo.FetchContext(r.withRedirectCheck(ctx), options)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil, fmt.Errorf("fetching %s: %w", DisplayURL(r.url), r.explain(err))
 	}
@@ -216,7 +226,7 @@ func remoteHead(ctx context.Context, repo *git.Repository, opts RepositoryOption
 		return "", err
 	}
 	origin := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{opts.URL}})
-	refs, err := origin.ListContext(ctx, r.listOptions())
+	refs, err := origin.ListContext(r.withRedirectCheck(ctx), r.listOptions())
 	if err != nil {
 		return "", fmt.Errorf("listing the references of %s: %w", DisplayURL(opts.URL), r.explain(err))
 	}

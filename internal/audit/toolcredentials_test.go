@@ -51,8 +51,11 @@ func TestFluxCredentialsReadTheTLSKeysOfTheGitRepositorySecret(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
 			tc.want.From = "Secret flux-system/git"
-			NewWithT(t).Expect(FluxCredentials(secretWith("flux-system", "git", nil, tc.data))).To(Equal(tc.want))
+			got, err := FluxCredentials(secretWith("flux-system", "git", nil, tc.data), "https://git.example.com/fleet.git")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
 		})
 	}
 }
@@ -62,14 +65,22 @@ func TestFluxCertCredentialsPresentTheClientCertificateOnTheRegistryHostOnly(t *
 	secret := secretWith("flux-system", "registry-tls", nil, map[string]string{"ca.crt": "ca", "tls.crt": "cert", "tls.key": "key"})
 	from := "Secret flux-system/registry-tls"
 
-	same := FluxCertCredentials(secret, "oci://git.example.com:5000/fleet", "https://git.example.com/org/fleet.git")
+	same, err := FluxCertCredentials(secret, "oci://git.example.com/fleet", "https://git.example.com:443/org/fleet.git")
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(same).To(Equal(Credentials{CABundle: []byte("ca"), CABundleFrom: from, ClientCert: []byte("cert"), ClientKey: []byte("key"), ClientCertFrom: from}))
 
-	other := FluxCertCredentials(secret, "oci://registry.example.com/fleet", "https://git.example.com/org/fleet.git")
+	other, err := FluxCertCredentials(secret, "oci://registry.example.com/fleet", "https://git.example.com/org/fleet.git")
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(other).To(Equal(Credentials{CABundle: []byte("ca"), CABundleFrom: from}), "the registry's CA is trusted, its client certificate stays with it")
+	for _, repository := range []string{"https://git.example.com:8443/org/fleet.git", "http://git.example.com/org/fleet.git", "ssh://git@git.example.com/org/fleet.git"} {
+		elsewhere, err := FluxCertCredentials(secret, "oci://git.example.com/fleet", repository)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(elsewhere.ClientCert).To(BeEmpty(), "%s is another server than the registry's", repository)
+	}
 
-	legacy := FluxCertCredentials(secretWith("flux-system", "old", nil, map[string]string{"caFile": "ca", "certFile": "cert", "keyFile": "key"}),
+	legacy, err := FluxCertCredentials(secretWith("flux-system", "old", nil, map[string]string{"caFile": "ca", "certFile": "cert", "keyFile": "key"}),
 		"oci://git.example.com/fleet", "https://git.example.com/fleet.git")
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(legacy.ClientCert).To(Equal([]byte("cert")), "fluxcd/pkg/runtime/secrets falls back to certFile and keyFile")
 	g.Expect(legacy.CABundle).To(Equal([]byte("ca")))
 }
@@ -116,7 +127,8 @@ func TestArgoCredentialsInheritTheTemplateWhenTheRepositoryHasNone(t *testing.T)
 			for _, s := range tc.secrets {
 				secrets = append(secrets, *s)
 			}
-			got, ok := ArgoCredentials(secrets, nil, nil, url)
+			got, ok, err := ArgoCredentials(secrets, nil, nil, url)
+			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ok).To(BeTrue())
 			g.Expect(got.From).To(Equal(tc.from))
 			g.Expect(got.Password).To(Equal(tc.password))
@@ -145,7 +157,8 @@ func TestArgoCredentialsTrustTheTLSCertificatesOfTheHost(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.url, func(t *testing.T) {
 			g := NewWithT(t)
-			got, ok := ArgoCredentials(nil, nil, certs, tc.url)
+			got, ok, err := ArgoCredentials(nil, nil, certs, tc.url)
+			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ok).To(BeFalse(), "no Secret")
 			g.Expect(string(got.CABundle)).To(Equal(tc.want))
 			if tc.want != "" {

@@ -20,6 +20,7 @@ type remote struct {
 	url      string
 	host     string
 	auth     transport.AuthMethod
+	protocol string
 	https    bool
 	caBundle []byte
 	cert     []byte
@@ -41,7 +42,7 @@ func (c Credentials) remoteFor(url string) (remote, error) {
 	if err != nil {
 		return remote{}, fmt.Errorf("parsing repository URL: %w", err)
 	}
-	r := remote{url: url, host: endpointHost(endpoint), auth: auth, https: endpoint.Protocol == "https",
+	r := remote{url: url, host: endpointHost(endpoint), auth: auth, protocol: endpoint.Protocol, https: endpoint.Protocol == "https",
 		caFrom: c.CABundleFrom, certFrom: c.ClientCertFrom}
 	if !r.https {
 		return r, nil // the TLS settings are for HTTPS servers only

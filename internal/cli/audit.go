@@ -36,6 +36,11 @@ type auditOptions struct {
 	// cluster's.
 	sshKey     string
 	knownHosts string
+	// credentialsFor are the repositories the credentials of the flags
+	// and the environment are for (with $GIT_CREDENTIALS_FOR); they go
+	// over plain http only with allowInsecureCredentials.
+	credentialsFor           []string
+	allowInsecureCredentials bool
 	// argoNamespace is Argo CD's own namespace, where it keeps its
 	// repository Secrets and its known hosts and TLS certificates.
 	argoNamespace string
@@ -57,11 +62,15 @@ func newAuditCommand() *cobra.Command {
 			"renders its path with kustomize, recomputes the decision and reports Verified, Mismatch or\n" +
 			"Unverifiable, with the commit that originally made the decision. Exit status 1 means a Mismatch.\n\n" +
 			"Clones authenticate, first to last: with --ssh-key, --known-hosts and $GIT_BEARER_TOKEN, $GIT_TOKEN or\n" +
-			"$GIT_USERNAME/$GIT_PASSWORD; then, for bindings read from the cluster, as Flux or Argo CD does (the\n" +
-			"GitRepository's secretRef with its ca.crt, tls.crt and tls.key, or an OCIRepository's certSecretRef;\n" +
-			"Argo CD's repository or repo-creds Secret, SSH known hosts and TLS certificates, read from Argo CD's own\n" +
-			"namespace, --argocd-namespace); else anonymously over HTTP(S) and with the SSH agent over SSH. SSH host\n" +
-			"keys and TLS certificates are always checked.\n\n" +
+			"$GIT_USERNAME/$GIT_PASSWORD, sent only to the repositories --credentials-for or $GIT_CREDENTIALS_FOR\n" +
+			"name ([SCHEME://]HOST[:PORT][/PATH-PREFIX]; over plain http only with --allow-insecure-credentials);\n" +
+			"then, for a binding read from the cluster, to its own repository only, as Flux or Argo CD does (the\n" +
+			"GitRepository's secretRef with its ca.crt, tls.crt and tls.key, keys chosen by the URL's scheme, or an\n" +
+			"OCIRepository's certSecretRef; Argo CD's repository or repo-creds Secret, SSH known hosts and TLS\n" +
+			"certificates, read from Argo CD's own namespace, --argocd-namespace); else anonymously over HTTP(S) and\n" +
+			"with the SSH agent over SSH. SSH host keys and TLS certificates are always checked. A repository URL\n" +
+			"with credentials in it, a redirect to another host of a request that carries credentials, and a local\n" +
+			"path named by a binding read from the cluster are refused (-f FILE's bindings may name one).\n\n" +
 			"The SOURCE column says who vouches for the recorded revision: Attested (a Flux Kustomization's or Argo CD\n" +
 			"Application's status), Declared (only the server's embedops.dev/source-* annotations) or Unattested.\n" +
 			"A Declared repository is cloned only from a host a Flux source or Argo CD Application of the cluster\n" +
@@ -78,6 +87,9 @@ func newAuditCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputTable, "output format: table, json or yaml")
 	cmd.Flags().StringVar(&opts.sshKey, "ssh-key", "", "private key for SSH repositories, over the cluster's (password: $"+audit.EnvSSHKeyPassword+")")
 	cmd.Flags().StringVar(&opts.knownHosts, "known-hosts", "", "known_hosts file for SSH repositories, over the cluster's (default: the cluster's, else ~/.ssh/known_hosts)")
+	cmd.Flags().StringArrayVar(&opts.credentialsFor, "credentials-for", nil,
+		"[SCHEME://]HOST[:PORT][/PATH-PREFIX] the credentials of --ssh-key and $GIT_* are sent to (repeatable; also $"+audit.EnvCredentialsFor+", comma-separated)")
+	cmd.Flags().BoolVar(&opts.allowInsecureCredentials, "allow-insecure-credentials", false, "send $GIT_* credentials over plain http to the repositories --credentials-for names")
 	cmd.Flags().StringVar(&opts.argoNamespace, "argocd-namespace", provenance.DefaultArgoCDNamespace,
 		"Argo CD's own namespace, where it keeps repository Secrets, known hosts and TLS certificates")
 	cmd.Flags().StringSliceVar(&opts.allowDeclaredHosts, "allow-declared-host", nil,
@@ -117,10 +129,13 @@ func runAudit(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, op
 		cluster := &clusterCredentials{client: c, argoNamespace: opts.argoNamespace}
 		repos.Lookup = warnOnce(stderr, cluster.lookup)
 	}
+	repos.FromCluster = c != nil
+	warnUnscoped(stderr, repos.Given)
 	hosts := hostsForDeclared(ctx, stderr, c, repos, bindings, opts.allowDeclaredHosts)
 	bar := newProgress(stderr)
 	results := audit.All(ctx, repos, bindings, audit.Options{Progress: bar.update, DeclaredHosts: hosts})
 	bar.finish()
+	warnUnmatched(stderr, repos.Given)
 	if err := printResults(stdout, opts.output, results); err != nil {
 		return err
 	}
@@ -145,11 +160,11 @@ func loadBindings(ctx context.Context, stdin io.Reader, c client.Client, namespa
 // repositoryOptions turns the flags and the environment into where
 // repositories come from and the credentials that override the cluster's.
 func repositoryOptions(opts auditOptions, getenv func(string) string) (audit.RepositoryOptions, error) {
-	creds, err := givenCredentials(opts, getenv)
+	given, err := givenCredentials(opts, getenv)
 	if err != nil {
 		return audit.RepositoryOptions{}, err
 	}
-	repos := audit.RepositoryOptions{Path: opts.repo, CacheDir: opts.cacheDir, Credentials: creds}
+	repos := audit.RepositoryOptions{Path: opts.repo, CacheDir: opts.cacheDir, Given: given}
 	if repos.CacheDir == "" { // with --repo too: included repositories are cloned
 		dir, err := audit.DefaultCacheDir()
 		if err != nil {

@@ -130,10 +130,12 @@ func TestGivenCredentialsReadTheFlagsFilesOverTheEnvironment(t *testing.T) {
 	key, hosts := filepath.Join(dir, "id"), filepath.Join(dir, "known_hosts")
 	g.Expect(os.WriteFile(key, []byte("key bytes"), 0o600)).To(Succeed())
 	g.Expect(os.WriteFile(hosts, []byte("hosts"), 0o600)).To(Succeed())
-	env := map[string]string{audit.EnvToken: "t", audit.EnvSSHKeyPassword: "kp"}
-	creds, err := givenCredentials(auditOptions{sshKey: key, knownHosts: hosts}, func(k string) string { return env[k] })
+	env := map[string]string{audit.EnvToken: "t", audit.EnvSSHKeyPassword: "kp", audit.EnvCredentialsFor: "git.example.com"}
+	given, err := givenCredentials(auditOptions{sshKey: key, knownHosts: hosts, credentialsFor: []string{"ssh://git.example.com:2222/fleet"}}, func(k string) string { return env[k] })
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(creds).To(Equal(audit.Credentials{
+	g.Expect(given.For).To(HaveLen(2))
+	g.Expect(given.For[1].String()).To(Equal("ssh://git.example.com:2222/fleet"))
+	g.Expect(given.Credentials).To(Equal(audit.Credentials{
 		Username: "git", Password: "t", SSHKey: []byte("key bytes"), SSHKeyPassword: "kp", KnownHosts: []byte("hosts"),
 		From: "$GIT_TOKEN and --ssh-key " + key, KnownHostsFrom: "--known-hosts " + hosts,
 	}))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,7 +114,7 @@ func (c *clusterCredentials) flux(ctx context.Context, ref *embedopsv1.SourceObj
 		if secret == nil {
 			return audit.Credentials{}, err
 		}
-		return audit.FluxCertCredentials(secret, url, repository), nil
+		return audit.FluxCertCredentials(secret, url, repository)
 	}
 	if url != repository {
 		return audit.Credentials{}, nil // moved to another repository: its credentials are not this one's
@@ -122,7 +123,7 @@ func (c *clusterCredentials) flux(ctx context.Context, ref *embedopsv1.SourceObj
 	if secret == nil {
 		return audit.Credentials{}, err
 	}
-	return audit.FluxCredentials(secret), nil
+	return audit.FluxCredentials(secret, url)
 }
 
 // secret reads the Secret a source object's spec.<field>.name names; nil
@@ -154,8 +155,8 @@ func (c *clusterCredentials) argo(ctx context.Context, namespace, repository str
 	// used instead.
 	knownHosts, hostsErr := c.optionalConfigMap(ctx, namespace, audit.ArgoKnownHostsConfigMap)
 	tlsCerts, certsErr := c.optionalConfigMap(ctx, namespace, audit.ArgoTLSCertsConfigMap)
-	found, _ := audit.ArgoCredentials(secrets.Items, knownHosts, tlsCerts, repository)
-	return found, errors.Join(hostsErr, certsErr)
+	found, _, err := audit.ArgoCredentials(secrets.Items, knownHosts, tlsCerts, repository)
+	return found, errors.Join(err, hostsErr, certsErr)
 }
 
 // optionalConfigMap reads a ConfigMap that may not exist: nil then.
@@ -204,26 +205,82 @@ func warnOnce(out io.Writer, lookup func(context.Context, *embedopsv1.ModelCache
 }
 
 // givenCredentials are the credentials of the flags and the environment,
-// which override the cluster's.
-func givenCredentials(opts auditOptions, getenv func(string) string) (audit.Credentials, error) {
-	creds := audit.CredentialsFromEnv(getenv)
+// which override the cluster's, with the repositories they are for:
+// --credentials-for and $GIT_CREDENTIALS_FOR.
+func givenCredentials(opts auditOptions, getenv func(string) string) (*audit.GivenCredentials, error) {
+	given := &audit.GivenCredentials{Credentials: audit.CredentialsFromEnv(getenv), OverHTTP: opts.allowInsecureCredentials}
+	scopes, err := audit.ParseCredentialScopes(strings.Join(append([]string{getenv(audit.EnvCredentialsFor)}, opts.credentialsFor...), ","))
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	given.For = scopes
 	if opts.sshKey != "" {
-		key, err := os.ReadFile(opts.sshKey)
+		key, err := readCredentialFile("--ssh-key", opts.sshKey)
 		if err != nil {
-			return creds, fmt.Errorf("reading --ssh-key: %w", err)
+			return nil, err
 		}
-		creds.SSHKey = key
-		if creds.From != "" {
-			creds.From += " and "
+		given.SSHKey = key
+		if given.From != "" {
+			given.From += " and "
 		}
-		creds.From += "--ssh-key " + opts.sshKey
+		given.From += "--ssh-key " + opts.sshKey
 	}
 	if opts.knownHosts != "" {
-		hosts, err := os.ReadFile(opts.knownHosts)
+		hosts, err := readCredentialFile("--known-hosts", opts.knownHosts)
 		if err != nil {
-			return creds, fmt.Errorf("reading --known-hosts: %w", err)
+			return nil, err
 		}
-		creds.KnownHosts, creds.KnownHostsFrom = hosts, "--known-hosts "+opts.knownHosts
+		given.KnownHosts, given.KnownHostsFrom = hosts, "--known-hosts "+opts.knownHosts
 	}
-	return creds, nil
+	return given, nil
+}
+
+// maxCredentialFile caps a file a flag names: as much as a Secret may
+// hold (1 MiB, kubernetes pkg/apis/core/types.go MaxSecretSize).
+const maxCredentialFile = 1 << 20
+
+// readCredentialFile reads the file a flag names, refusing one over
+// maxCredentialFile (a device such as /dev/zero never ends).
+func readCredentialFile(flag, name string) ([]byte, error) {
+	file, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", flag, err)
+	}
+	defer func() { _ = file.Close() }()
+	data, err := io.ReadAll(io.LimitReader(file, maxCredentialFile+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", flag, err)
+	case len(data) > maxCredentialFile:
+		return nil, fmt.Errorf("reading %s: %s is over %d bytes: refused", flag, name, maxCredentialFile)
+	}
+	return data, nil
+}
+
+// warnUnscoped says, before the audit, that given credentials have no
+// repository to go to.
+func warnUnscoped(out io.Writer, given *audit.GivenCredentials) {
+	if given.From != "" && len(given.For) == 0 {
+		fmt.Fprintf(out, "warning: %s not sent to any repository: name their hosts with --credentials-for or $%s\n", given.From, audit.EnvCredentialsFor)
+	}
+}
+
+// warnUnmatched says, after the audit, once per scope, that credentials
+// were given for a repository the audit did not clone.
+func warnUnmatched(out io.Writer, given *audit.GivenCredentials) {
+	for _, scope := range given.Unmatched() {
+		fmt.Fprintf(out, "warning: %s for %s not sent: no repository the audit cloned is there\n", given.From, scope)
+	}
+}
+
+// diffCredentials are the given credentials for diff's --repo, the one
+// repository it clones: the user named it, so it is their scope, and no
+// other ($GIT_CREDENTIALS_FOR and --credentials-for are not read). A URL
+// no scope can name (git://, or with user info) gets no secrets.
+func diffCredentials(given *audit.GivenCredentials, repo string) (audit.Credentials, error) {
+	given.For = nil
+	if scope, err := audit.RepositoryScope(repo); err == nil {
+		given.For = []audit.CredentialScope{scope}
+	}
+	return given.ForURL(repo)
 }

@@ -60,6 +60,9 @@ type diffOptions struct {
 	bindings      string
 	kubeconfig    string
 	context       string
+
+	// allowInsecureCredentials sends $GIT_* credentials to an http:// --repo.
+	allowInsecureCredentials bool
 }
 
 // diffRevision is one side of a change: the revision asked for and the
@@ -116,10 +119,11 @@ func newDiffCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&opts.kustomization, "kustomization", "", "a Flux Kustomization whose path to render")
 	cmd.Flags().StringVar(&opts.application, "application", "", "an Argo CD Application whose source to render")
-	cmd.Flags().StringVar(&opts.repo, "repo", ".", "the repository: a local path, or a URL to clone (credentials from GIT_USERNAME, GIT_PASSWORD, GIT_TOKEN)")
+	cmd.Flags().StringVar(&opts.repo, "repo", ".", "the repository: a local path, or a URL to clone (credentials from $GIT_BEARER_TOKEN, $GIT_TOKEN or $GIT_USERNAME/$GIT_PASSWORD, sent to this URL only)")
 	cmd.Flags().StringVar(&opts.cacheDir, "cache-dir", "", "where clones are kept (default: the user cache directory)")
 	cmd.Flags().StringVar(&opts.sshKey, "ssh-key", "", "private key for an SSH --repo (password: $"+audit.EnvSSHKeyPassword+")")
 	cmd.Flags().StringVar(&opts.knownHosts, "known-hosts", "", "known_hosts file for an SSH --repo (default: ~/.ssh/known_hosts)")
+	cmd.Flags().BoolVar(&opts.allowInsecureCredentials, "allow-insecure-credentials", false, "send $GIT_* credentials to an http:// --repo")
 	cmd.Flags().StringVar(&opts.from, "from", "", "the commit, branch or tag before the change")
 	cmd.Flags().StringVar(&opts.to, "to", "HEAD", "the commit, branch or tag after the change")
 	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "default", "namespace of servers that name none")
@@ -202,11 +206,15 @@ func openDiffRepository(ctx context.Context, opts diffOptions) (*git.Repository,
 		repo, err := audit.OpenRepository(ctx, repos)
 		return repo, repos, err
 	}
-	repos, err := repositoryOptions(auditOptions{cacheDir: opts.cacheDir, sshKey: opts.sshKey, knownHosts: opts.knownHosts}, os.Getenv)
+	repos, err := repositoryOptions(auditOptions{cacheDir: opts.cacheDir, sshKey: opts.sshKey, knownHosts: opts.knownHosts,
+		allowInsecureCredentials: opts.allowInsecureCredentials}, os.Getenv)
 	if err != nil {
 		return nil, repos, err
 	}
 	repos.URL = opts.repo
+	if repos.Credentials, err = diffCredentials(repos.Given, opts.repo); err != nil {
+		return nil, repos, err
+	}
 	repo, err := audit.OpenRepository(ctx, repos)
 	return repo, repos, err
 }

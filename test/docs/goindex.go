@@ -36,6 +36,9 @@ type goIndex struct {
 	// funcFiles maps "dir.Name" to the file that declares the function or
 	// method Name of the package in dir.
 	funcFiles map[string]string
+	// values maps a constant's or variable's name to the values of its
+	// declarations that evaluate: integers and durations.
+	values map[string][]int64
 	// imports holds every import path.
 	imports set
 	// aliases maps an import's local name to the package names it stands
@@ -72,7 +75,7 @@ func newGoIndex(root string, files []string) (*goIndex, error) {
 		packages: map[string]set{}, members: map[string]set{}, names: set{},
 		selectors: set{}, used: set{}, imports: set{}, aliases: map[string]set{},
 		tests: set{}, literals: set{}, testLiterals: set{}, jsonNames: set{}, ownPackages: set{},
-		funcFiles: map[string]string{},
+		funcFiles: map[string]string{}, values: map[string][]int64{},
 	}
 	dirs := map[string]string{}
 	fset := token.NewFileSet()
@@ -198,7 +201,7 @@ func receiverType(expr ast.Expr) string {
 }
 
 // addGenDecl records types with their fields and interface methods,
-// constants and variables.
+// constants and variables with the values that evaluate.
 func (idx *goIndex) addGenDecl(pkg string, d *ast.GenDecl) {
 	for _, spec := range d.Specs {
 		switch s := spec.(type) {
@@ -206,8 +209,13 @@ func (idx *goIndex) addGenDecl(pkg string, d *ast.GenDecl) {
 			idx.declare(pkg, s.Name.Name)
 			idx.addTypeMembers(pkg, s.Name.Name, s.Type)
 		case *ast.ValueSpec:
-			for _, name := range s.Names {
+			for i, name := range s.Names {
 				idx.declare(pkg, name.Name)
+				if i < len(s.Values) {
+					if value, ok := evaluate(s.Values[i]); ok {
+						idx.values[name.Name] = append(idx.values[name.Name], value)
+					}
+				}
 			}
 		}
 	}

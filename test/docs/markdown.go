@@ -14,6 +14,8 @@ type Span struct {
 	// Sentence is the sentence or table cell the span stands in, used to
 	// tell a name an upstream program owns from one of ours.
 	Sentence string
+	// End is the offset in the document just after the closing backtick.
+	End int
 }
 
 // codeSpan matches an inline code span; a blank line ends a paragraph, so a
@@ -30,6 +32,7 @@ func Spans(markdown string) []Span {
 			Line:     strings.Count(text[:m[0]], "\n") + 1,
 			Text:     strings.Join(strings.Fields(text[m[2]:m[3]]), " "),
 			Sentence: sentenceAround(text, m[0], m[1]),
+			End:      m[1],
 		})
 	}
 	return spans

@@ -17,23 +17,25 @@ type RevisionSize struct {
 
 // The headroom a revision needs on a claim beyond its files' bytes.
 const (
-	// maxBlockBytes is the largest block a claim's filesystem is taken to
-	// have: ext4 and XFS use 4 KiB by default (e2fsprogs
-	// misc/mke2fs.conf.in, blocksize = 4096), tmpfs a page, which is 64 KiB
-	// on some arm64 kernels.
-	maxBlockBytes = 64 << 10
+	// blockBytes is the block a claim's filesystem is taken to have: 4 KiB,
+	// ext4's and XFS's default (e2fsprogs misc/mke2fs.conf.in, blocksize =
+	// 4096) and a tmpfs page on most kernels. A filesystem of larger blocks
+	// that this undercounts ends, at worst, in the ENOSPC fallback
+	// (OutOfRoomCondition), never in a replica left down.
+	blockBytes = 4 << 10
 	// blocksPerFile: each file's last block is partly empty, and its
 	// snapshot link ("../../blobs/<64 hex>") is longer than the 60 bytes
 	// ext4 keeps in the inode (fast symlinks, fs/ext4/ext4.h EXT4_N_BLOCKS),
 	// so it takes a block of its own.
 	blocksPerFile = 2
 	// revisionMargin covers the rest: the snapshot's directories, its refs,
-	// its manifest and the populator's records under .embedops.
-	revisionMargin = 4 << 20
+	// its manifest and the populator's records under .embedops, a block or
+	// a few each.
+	revisionMargin = 1 << 20
 )
 
 // RevisionNeeds is the space a revision takes on a claim: its bytes, two
-// blocks of maxBlockBytes per file (blocksPerFile) and revisionMargin. A
+// blocks of blockBytes per file (blocksPerFile) and revisionMargin. A
 // revision whose files were not counted (status.realized.files is omitted
 // when they are too many to list) is taken to have MaxRealizedFiles of
 // them: a guess may only ever ask for more room, never less.
@@ -42,7 +44,7 @@ func RevisionNeeds(size RevisionSize) int64 {
 	if files <= 0 {
 		files = embedopsv1.MaxRealizedFiles
 	}
-	return size.Bytes + int64(files)*blocksPerFile*maxBlockBytes + revisionMargin
+	return size.Bytes + int64(files)*blocksPerFile*blockBytes + revisionMargin
 }
 
 // UsableBytes is what a populator can write on a fresh claim of size bytes

@@ -13,12 +13,12 @@ import (
 	"github.com/embedops/embedops/test/fixtures"
 )
 
-// A revision needs its bytes, two 64 KiB blocks per file and 4 MiB; an
+// A revision needs its bytes, two 4 KiB blocks per file and 1 MiB; an
 // uncounted one is taken to have MaxRealizedFiles files.
 func TestRevisionNeedsHeadroomPerFileAndAMargin(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(decision.RevisionNeeds(decision.RevisionSize{Bytes: 1 << 30, Files: 3})).To(Equal(int64(1<<30 + 3*128<<10 + 4<<20)))
-	g.Expect(decision.RevisionNeeds(decision.RevisionSize{Bytes: 1 << 30})).To(Equal(int64(1<<30 + 1000*128<<10 + 4<<20)))
+	g.Expect(decision.RevisionNeeds(decision.RevisionSize{Bytes: 1 << 30, Files: 3})).To(Equal(int64(1<<30 + 3*8<<10 + 1<<20)))
+	g.Expect(decision.RevisionNeeds(decision.RevisionSize{Bytes: 1 << 30})).To(Equal(int64(1<<30 + 1000*8<<10 + 1<<20)))
 	g.Expect(decision.UsableBytes(10<<30)).To(Equal(int64(10<<30-512<<20-320<<20)), "5 % reserved for root, 1/32 for inode tables and journal")
 }
 

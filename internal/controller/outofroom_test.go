@@ -76,11 +76,13 @@ func TestARevisionWithoutRoomOnTheClaimsMovesToNewStorage(t *testing.T) {
 				g.Expect(apimeta.FindStatusCondition(marked.Status.Conditions, embedopsv1.OutOfRoomCondition)).To(And(
 					HaveField("Reason", tc.reason), HaveField("Message", ContainSubstring(tc.message))))
 			}).Should(Succeed())
+			// The new binding resolves its revision before its StatefulSet
+			// starts, as every new PerReplica binding does.
+			completeJob(t, g, populateJobOf(t, g, namespace, cacheBindingOfJob(t, g, namespace, first.Name, second.Name)),
+				terminatedPopulate(0, `{"resolvedCommit":"`+commitB+`","contentDigest":"","files":0,"bytes":0}`))
 			third := waitForBinding(t, g, key, second.Name)
 			g.Expect(third.Spec.Supersedes).To(BeEmpty(), "storage of its own")
 			g.Expect(decision.StorageName(third)).NotTo(Equal(decision.StorageName(second)))
-			completeJob(t, g, populateJobOf(t, g, namespace, third.Name),
-				terminatedPopulate(0, `{"resolvedCommit":"`+commitB+`","contentDigest":"","files":0,"bytes":0}`))
 
 			g.Eventually(func(g Gomega) {
 				g.Expect(statefulSetsOf(t, g, namespace)).To(ContainElement(HaveField("Spec.Template.Labels",

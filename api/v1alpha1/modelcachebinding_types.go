@@ -454,12 +454,13 @@ type RealizedCache struct {
 	// +optional
 	Bytes *int64 `json:"bytes,omitempty"`
 
-	// FreeBytes is the space the claims had available (statfs) when their
-	// populators finished this revision: that of the claim with the least
-	// room (FreeBytes plus ReclaimableBytes) among those whose pods had
-	// reported when the binding recorded it. Omitted when no populator
-	// reported it; an in-place revision change then checks twice Bytes
-	// against the claims' size instead.
+	// FreeBytes is the space the claims had available (statfs f_bavail)
+	// after their populators' latest run of this revision: that of the
+	// claim with the least room (FreeBytes plus ReclaimableBytes) over
+	// every replica's latest result, lowered as each reports and raised
+	// once all have. Omitted when no populator reported it; an in-place
+	// revision change then checks both revisions, with their headroom,
+	// against the claims' usable size instead.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	FreeBytes *int64 `json:"freeBytes,omitempty"`

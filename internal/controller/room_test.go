@@ -117,3 +117,20 @@ func TestWithLeastRoomFollowsEveryReplicasLatestResult(t *testing.T) {
 		})
 	}
 }
+
+// A populate failure is a full disk only when the populator says so in its
+// termination message's reason, read from the last termination while the
+// container waits to restart.
+func TestPopulateOutcomeTellsAFullDisk(t *testing.T) {
+	g := NewWithT(t)
+	full := podWith("tei-2", diskFullPopulate())
+	outcome, ok := populateOutcomeOf(&full)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(outcome.failed).To(BeTrue())
+	g.Expect(outcome.diskFull).To(BeTrue())
+	g.Expect(outcome.detail).To(ContainSubstring("no space left"))
+	other := podWith("tei-2", terminatedPopulate(1, `{"error":"the hub refused the token"}`))
+	outcome, _ = populateOutcomeOf(&other)
+	g.Expect(outcome.failed).To(BeTrue())
+	g.Expect(outcome.diskFull).To(BeFalse())
+}

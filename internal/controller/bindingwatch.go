@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
+	"github.com/embedops/embedops/internal/decision"
 )
 
 // serversOfBinding are the servers a binding lists in its references: its
@@ -29,9 +30,11 @@ func serversOfBinding(_ context.Context, obj client.Object) []reconcile.Request 
 }
 
 // bindingReadyChanged passes a binding's updates that change its Ready
-// condition (status, reason or message) only: the binding's other writes,
-// most of them this controller's own references, change nothing a server
-// reports, and waking every user for them would cost requests.
+// condition (status, reason or message), or mark it out of room (its
+// server then moves to new storage, decision.OutOfRoom), only: the
+// binding's other writes, most of them this controller's own references,
+// change nothing a server reports, and waking every user for them would
+// cost requests.
 func bindingReadyChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -42,6 +45,9 @@ func bindingReadyChanged() predicate.Funcs {
 			after, ok2 := e.ObjectNew.(*embedopsv1.ModelCacheBinding)
 			if !ok || !ok2 {
 				return false
+			}
+			if decision.OutOfRoom(before) != decision.OutOfRoom(after) {
+				return true
 			}
 			was, is := conditions.Get(before, embedopsv1.ReadyCondition), conditions.Get(after, embedopsv1.ReadyCondition)
 			switch {

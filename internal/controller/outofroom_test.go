@@ -80,7 +80,12 @@ func TestARevisionWithoutRoomOnTheClaimsMovesToNewStorage(t *testing.T) {
 			// starts, as every new PerReplica binding does.
 			completeJob(t, g, populateJobOf(t, g, namespace, cacheBindingOfJob(t, g, namespace, first.Name, second.Name)),
 				terminatedPopulate(0, `{"resolvedCommit":"`+commitB+`","contentDigest":"","files":0,"bytes":0}`))
-			third := waitForBinding(t, g, key, second.Name)
+			var third *embedopsv1.ModelCacheBinding
+			g.Eventually(func(g Gomega) {
+				server := getServer(t, g, key)
+				g.Expect(server.Status.CacheBinding).NotTo(BeElementOf("", first.Name, second.Name), "the server moves on from both")
+				third = getBinding(t, g, namespace, server.Status.CacheBinding)
+			}).Should(Succeed())
 			g.Expect(third.Spec.Supersedes).To(BeEmpty(), "storage of its own")
 			g.Expect(decision.StorageName(third)).NotTo(Equal(decision.StorageName(second)))
 

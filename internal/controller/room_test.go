@@ -104,7 +104,7 @@ func TestWithLeastRoomFollowsEveryReplicasLatestResult(t *testing.T) {
 		{"a replica reporting less lowers it", nil, recorded(400, 0), []corev1.Pod{pod("tei-0", 500, 100), pod("tei-1", 200, 0)}, 3, recorded(200, 0)},
 		{"more room from some replicas keeps it", nil, recorded(400, 0), []corev1.Pod{pod("tei-0", 500, 100), pod("tei-1", 900, 0)}, 3, nil},
 		{"more room from every replica raises it", nil, recorded(400, 0),
-			[]corev1.Pod{pod("tei-0", 500, 100), pod("tei-1", 900, 0), pod("tei-2", 700, 0)}, 3, recorded(600, 0)},
+			[]corev1.Pod{pod("tei-0", 500, 100), pod("tei-1", 900, 0), pod("tei-2", 700, 0)}, 3, recorded(500, 100)},
 		{"the same room writes nothing", nil, recorded(400, 0), []corev1.Pod{pod("tei-0", 400, 0), pod("tei-1", 900, 0)}, 2, nil},
 		{"another commit's pods say nothing", nil, recorded(400, 0), []corev1.Pod{podWith("tei-0", terminatedPopulate(0,
 			`{"resolvedCommit":"`+commitB+`","contentDigest":"`+digestB+`","files":3,"bytes":10,"freeBytes":1}`))}, 1, nil},

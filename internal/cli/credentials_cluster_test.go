@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -208,11 +209,22 @@ func TestAuditFlagsOverrideTheClusterCredentials(t *testing.T) {
 	f.create(t, f.fluxBinding(t))
 	t.Setenv(audit.EnvUsername, gitUser)
 	t.Setenv(audit.EnvPassword, "not-the-password")
+	host := strings.TrimSuffix(strings.TrimPrefix(f.url, "http://"), "/fleet.git")
 
-	results, printed := f.auditResults(t, f.kubeconfig)
+	results, printed := f.auditResults(t, f.kubeconfig, "--credentials-for", host, "--allow-insecure-credentials")
 	g.Expect(results[0].Result).To(Equal(audit.Unverifiable))
 	g.Expect(results[0].Reason).To(ContainSubstring("authentication"))
 	g.Expect(printed).NotTo(ContainSubstring("not-the-password"))
+
+	// Given for another host, they are not sent: the cluster's are.
+	results, printed = f.auditResults(t, f.kubeconfig, "--credentials-for", "git.example.com")
+	g.Expect(results[0].Result).To(Equal(audit.Verified), results[0].Reason)
+	g.Expect(printed).To(ContainSubstring("warning: $GIT_USERNAME/$GIT_PASSWORD for git.example.com not sent"))
+
+	// Over plain http, only when the user says so.
+	results, _ = f.auditResults(t, f.kubeconfig, "--credentials-for", host)
+	g.Expect(results[0].Result).To(Equal(audit.Unverifiable))
+	g.Expect(results[0].Reason).To(ContainSubstring("credentials are not sent over plain http"))
 }
 
 // argoSecret is an Argo CD repository (kind ArgoRepository) or repo-creds

@@ -120,12 +120,13 @@ func TestAuditClonesAnArtifactsOriginWithTheOCIRepositoryCertSecret(t *testing.T
 	f.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry-tls"}, Data: map[string][]byte{
 		"ca.crt": f.ca, "tls.crt": f.cert, "tls.key": f.key,
 	}})
-	// The registry and the git server are on the same host: its client
-	// certificate is presented to both.
+	// The registry and the git server are one server, host and port: its
+	// client certificate is presented to both.
+	registry := "oci://" + strings.TrimSuffix(strings.TrimPrefix(f.url, "https://"), "/fleet.git") + "/fleet"
 	f.fluxSources(t,
 		&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository", "metadata": map[string]any{"name": "fleet"},
-			"spec": map[string]any{"url": "oci://127.0.0.1:5000/fleet", "interval": "1m", "certSecretRef": map[string]any{"name": "registry-tls"}},
+			"spec": map[string]any{"url": registry, "interval": "1m", "certSecretRef": map[string]any{"name": "registry-tls"}},
 		}},
 		kustomization("OCIRepository", "fleet"),
 	)

@@ -32,7 +32,7 @@ func TestOldReplicasOfReadsEachOrdinal(t *testing.T) {
 		status := map[bool]corev1.ConditionStatus{true: corev1.ConditionTrue, false: corev1.ConditionFalse}[ready]
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
 		if deleting {
-			p.DeletionTimestamp = &metav1.Time{}
+			p.DeletionTimestamp = new(metav1.Now())
 		}
 		return p
 	}

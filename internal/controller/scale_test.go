@@ -103,7 +103,7 @@ func TestAHaltedServersReplicasFollowItsPods(t *testing.T) {
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(2)))
 	waitForStatefulSet(t, g, key)
 	updateServer(t, g, key, fixtures.WithToken("missing", "token"))
-	waitForStall(t, g, key, embedopsv1.SecretNotFoundReason, "missing")
+	waitForCondition(t, g, key, embedopsv1.StalledCondition, metav1.ConditionTrue, embedopsv1.SecretNotFoundReason)
 
 	setStatefulSetReplicas(t, g, key, 2, 1)
 	g.Eventually(func(g Gomega) {

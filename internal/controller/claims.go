@@ -146,7 +146,10 @@ func keepLiveLiveness(desired, live *appsv1.StatefulSet) bool {
 	want := teiContainer(&desired.Spec.Template)
 	have := teiContainer(&live.Spec.Template)
 	if want == nil || have == nil || have.LivenessProbe == nil || have.LivenessProbe.HTTPGet == nil ||
-		!equality.Semantic.DeepEqual(want.LivenessProbe, builder.LivenessProbe()) {
+		!equality.Semantic.DeepEqual(want.LivenessProbe, builder.LivenessProbe()) ||
+		equality.Semantic.DeepEqual(have.LivenessProbe, want.LivenessProbe) {
+		// A live StatefulSet that already has this release's probe keeps
+		// nothing, so its apply needs no dry run (restoreUpgrades).
 		return false
 	}
 	want.LivenessProbe = have.LivenessProbe.DeepCopy()

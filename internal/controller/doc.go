@@ -156,8 +156,9 @@
 //     and the server again when its finalizer's entry moved
 //     (removeFinalizers);
 //   - a server-side dry run of the StatefulSet of an earlier release that
-//     lacks the drain or the TCP liveness probe, once per change of its
-//     generation or of the desired pod template (restoreUpgrades).
+//     lacks the drain or has the five-second /health liveness probe of the
+//     releases before 672c32b, once per change of its generation or of the
+//     desired pod template (restoreUpgrades).
 //
 // Sharding follows Flux's: with --watch-label-selector the controller lists
 // and watches only the servers and bindings the selector matches

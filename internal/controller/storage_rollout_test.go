@@ -300,8 +300,8 @@ func TestNewStatefulSetsDrainAndOlderOnesAreNotRestartedForIt(t *testing.T) {
 		g.Expect(teiContainer(&live.Spec.Template).LivenessProbe.HTTPGet).NotTo(BeNil(), "the earlier liveness probe stays")
 	}).Should(Succeed())
 
-	// A change that restarts the pods anyway gives them the drain and the
-	// liveness probe that waits behind no batch.
+	// A change that restarts the pods anyway gives them the drain and this
+	// release's liveness probe (builder.LivenessProbe).
 	updateServer(t, g, key, fixtures.WithEnv(corev1.EnvVar{Name: "MAX_CLIENT_BATCH_SIZE", Value: "16"}))
 	g.Eventually(func(g Gomega) {
 		live := statefulSetOf(t, g, key)

@@ -15,7 +15,6 @@ import (
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/test/fixtures"
-	"github.com/embedops/embedops/test/harness"
 	"github.com/embedops/embedops/test/rollout"
 )
 
@@ -82,14 +81,34 @@ func createDegradedServer(t *testing.T, g *WithT, namespace, name string, replic
 	g.Expect(cluster.Client.Create(t.Context(), server)).To(Succeed())
 	key := client.ObjectKeyFromObject(server)
 	expectReady(t, key, metav1.ConditionTrue, embedopsv1.AvailableReason)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + strconv.Itoa(down)}}
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+harness.SimulateDownAnnotation+`":"true"}}}`))
-	g.Expect(cluster.Client.Patch(t.Context(), pod, patch)).To(Succeed())
+	takeDown(t, g, types.NamespacedName{Namespace: namespace, Name: name + "-" + strconv.Itoa(down)})
 	g.Eventually(func(g Gomega) {
 		g.Expect(cluster.Client.Get(t.Context(), key, server)).To(Succeed())
 		g.Expect(server.Status.ReadyReplicas).To(Equal(replicas - 1))
 	}).WithTimeout(settle).WithPolling(time.Second).Should(Succeed())
 	return key
+}
+
+// takeDown plays the kubelet of a pod whose TEI backend died: the pod
+// stays Running, its readiness probe fails, so its Ready and
+// ContainersReady conditions turn False (kubernetes v1.37.2
+// pkg/kubelet/status/generate.go). kwok's stages act on Pending pods only,
+// so none makes it ready again; a pod made anew by its StatefulSet is.
+func takeDown(t *testing.T, g *WithT, key types.NamespacedName) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	g.Expect(cluster.Client.Get(t.Context(), key, pod)).To(Succeed())
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady || pod.Status.Conditions[i].Type == corev1.ContainersReady {
+			pod.Status.Conditions[i].Status = corev1.ConditionFalse
+			pod.Status.Conditions[i].Reason = "ContainersNotReady"
+			pod.Status.Conditions[i].LastTransitionTime = metav1.Now()
+		}
+	}
+	for i := range pod.Status.ContainerStatuses {
+		pod.Status.ContainerStatuses[i].Ready = false
+	}
+	g.Expect(cluster.Client.Status().Update(t.Context(), pod)).To(Succeed())
 }
 
 // podUIDs are the UIDs of the named pods of namespace.

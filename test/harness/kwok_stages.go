@@ -24,10 +24,6 @@ const (
 	// SimulateRestartsAnnotation is the restartCount of CrashLoopBackOff and
 	// OOMKilled simulations; 3 when unset.
 	SimulateRestartsAnnotation = "embedops.dev/simulate-restarts"
-	// SimulateDownAnnotation, set to "true" on a running ready pod, makes it
-	// unready in place (stages/pod-simulate-down.yaml), as a TEI whose
-	// backend died: a test starts from a degraded server with it.
-	SimulateDownAnnotation = "embedops.dev/simulate-down"
 
 	// SimulateImagePullBackOff keeps the pod Pending with its containers
 	// waiting in ImagePullBackOff.

@@ -150,7 +150,7 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 	source := binding.Spec.Source
 	res := Result{
 		Binding:        binding.Namespace + "/" + binding.Name,
-		Repository:     source.Repository,
+		Repository:     printableRepository(source.Repository),
 		Path:           source.Path,
 		RecordedCommit: source.Commit,
 		Artifact:       source.Artifact,

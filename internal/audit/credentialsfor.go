@@ -268,6 +268,22 @@ func refusedRepository(url string, fromCluster bool) error {
 	return nil
 }
 
+// printableRepository is a repository URL fit for the audit's output:
+// without the user info that refusedRepository refuses (an HTTP(S) user,
+// often a token, or any password); an SSH user, a URL that does not parse
+// or a scp-like address as it is.
+func printableRepository(url string) string {
+	parsed, err := neturl.Parse(strings.TrimSpace(url))
+	if err != nil || parsed.User == nil {
+		return url
+	}
+	_, hasPassword := parsed.User.Password()
+	if scheme := strings.ToLower(parsed.Scheme); scheme == "http" || scheme == "https" || hasPassword {
+		return withoutUserInfo(parsed)
+	}
+	return url
+}
+
 // withoutUserInfo is a URL fit to print with no user info at all: a token
 // is often given as the user name.
 func withoutUserInfo(parsed *neturl.URL) string {

@@ -201,3 +201,20 @@ func FuzzCredentialScope(f *testing.F) {
 		}
 	})
 }
+
+// A repository URL with a token as its user is printed without it.
+func TestPrintableRepositoryDropsUserInfo(t *testing.T) {
+	cases := map[string]string{
+		"https://ghp_secret@git.example.com/org/repo.git": "https://git.example.com/org/repo.git",
+		"https://user:pass@git.example.com/org/repo.git":  "https://git.example.com/org/repo.git",
+		"https://git.example.com/org/repo.git":            "https://git.example.com/org/repo.git",
+		"git@git.example.com:org/repo.git":                "git@git.example.com:org/repo.git",
+		"ssh://git@git.example.com/org/repo.git":          "ssh://git@git.example.com/org/repo.git",
+		"ssh://git:pw@git.example.com/org/repo.git":       "ssh://git.example.com/org/repo.git",
+	}
+	for in, want := range cases {
+		if got := printableRepository(in); got != want {
+			t.Errorf("printableRepository(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -44,8 +44,8 @@ var haltPoints = []haltPoint{{
 }, {
 	name: "existing claim still pending",
 	setUp: func(t *testing.T, g *WithT, namespace string) *embedopsv1.EmbeddingServer {
-		userClaim(t, g, namespace, "models", corev1.ClaimPending)
-		return fixtures.EmbeddingServer(namespace, "tei", fixtures.WithExistingClaim("models"))
+		userClaim(t, g, namespace, "pending-models", corev1.ClaimPending)
+		return fixtures.EmbeddingServer(namespace, "tei", fixtures.WithExistingClaim("pending-models"))
 	},
 	condition: embedopsv1.StalledCondition, status: metav1.ConditionTrue, reason: embedopsv1.ClaimNotBoundReason,
 }, {

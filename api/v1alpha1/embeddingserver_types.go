@@ -620,7 +620,7 @@ type ResourceRef struct {
 // EmbeddingServer runs a HuggingFace Text Embeddings Inference server.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=3"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=4"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=es,categories=embedops

@@ -413,15 +413,17 @@ type RequestReference struct {
 	UID types.UID `json:"uid"`
 }
 
-// RealizedCache is what a cache holds. Each field is immutable once set.
+// RealizedCache is what a cache holds. Each field is immutable once set,
+// except the room (freeBytes and reclaimableBytes): it follows the
+// replicas' latest results and is never removed.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.resolvedCommit) || (has(self.resolvedCommit) && self.resolvedCommit == oldSelf.resolvedCommit)",message="status.realized.resolvedCommit is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.contentDigest) || (has(self.contentDigest) && self.contentDigest == oldSelf.contentDigest)",message="status.realized.contentDigest is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistentVolumeNames) || (has(self.persistentVolumeNames) && self.persistentVolumeNames == oldSelf.persistentVolumeNames)",message="status.realized.persistentVolumeNames is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.files) || (has(self.files) && self.files == oldSelf.files)",message="status.realized.files is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.bytes) || (has(self.bytes) && self.bytes == oldSelf.bytes)",message="status.realized.bytes is immutable once set"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.freeBytes) || (has(self.freeBytes) && self.freeBytes == oldSelf.freeBytes)",message="status.realized.freeBytes is immutable once set"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.reclaimableBytes) || (has(self.reclaimableBytes) && self.reclaimableBytes == oldSelf.reclaimableBytes)",message="status.realized.reclaimableBytes is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.freeBytes) || has(self.freeBytes)",message="status.realized.freeBytes cannot be removed once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.reclaimableBytes) || has(self.reclaimableBytes)",message="status.realized.reclaimableBytes cannot be removed once set"
 type RealizedCache struct {
 	// ResolvedCommit is the model commit the revision resolved to.
 	// +kubebuilder:validation:Pattern=`^[a-f0-9]{40}$`
@@ -481,7 +483,7 @@ const (
 // ModelCacheBinding records one cache storage decision and its lifetime.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=3"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=4"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcb,categories=embedops
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.decision.mode`

@@ -43,7 +43,7 @@ func checkVersion(name, annotation string) error {
 		version = parsed
 	}
 	if version < embedopsv1.SchemaVersion {
-		return fmt.Errorf("CRD %s has schema version %d, older than this controller's %d: it would drop fields the controller writes, so the controller does not start. "+
+		return fmt.Errorf("CRD %s has schema version %d, older than this controller's %d: it would drop or refuse what the controller writes, so the controller does not start. "+
 			"upgrade the CRDs first (the chart's crds.enabled, its default, with helm upgrade --take-ownership once if they came from an older chart's crds/ directory; or kubectl apply --server-side --force-conflicts -k config/crd), then restart the controller",
 			name, version, embedopsv1.SchemaVersion)
 	}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +11,6 @@ import (
 	"github.com/embedops/embedops/internal/decision"
 	"github.com/embedops/embedops/internal/populate"
 	"github.com/embedops/embedops/test/fixtures"
-	"github.com/embedops/embedops/test/harness"
 )
 
 // diskFullPopulate is a populate init container that failed as `embedops
@@ -48,13 +46,8 @@ func TestARevisionWithoutRoomOnTheClaimsMovesToNewStorage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := newG(t)
-			namespace := harness.Namespace(t, env.Client)
-			startManager(t, namespace, withPopulator)
-			playStatefulSetController(t, namespace)
-			key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(3), fixtures.WithCacheSize("10Gi"),
-				fixtures.WithModel(fixtures.Model, "v1"), fixtures.WithRetainFor(time.Hour)))
-			completeResolveJob(t, g, namespace)
-			first := waitForBinding(t, g, key, "")
+			key, first := threeReplicasAtV1(t, g)
+			namespace := key.Namespace
 			createServerPod(t, g, key, "0", populatedWithRoom(4<<30, 1<<30, 4<<30))
 			g.Eventually(func(g Gomega) {
 				g.Expect(getBinding(t, g, namespace, first.Name).Status.Realized.FreeBytes).NotTo(BeNil())

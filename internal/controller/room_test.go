@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
@@ -37,13 +38,8 @@ func TestRevisionChangeChecksTheRoomThePopulatorsReported(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := newG(t)
-			namespace := harness.Namespace(t, env.Client)
-			startManager(t, namespace, withPopulator)
-			playStatefulSetController(t, namespace)
-			key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(3), fixtures.WithCacheSize("10Gi"),
-				fixtures.WithModel(fixtures.Model, "v1"), fixtures.WithRetainFor(time.Hour)))
-			completeResolveJob(t, g, namespace)
-			first := waitForBinding(t, g, key, "")
+			key, first := threeReplicasAtV1(t, g)
+			namespace := key.Namespace
 			createServerPod(t, g, key, "0", populatedWithRoom(tc.bytes, tc.free, tc.reclaimable))
 			g.Eventually(func(g Gomega) {
 				realized := getBinding(t, g, namespace, first.Name).Status.Realized
@@ -133,4 +129,18 @@ func TestPopulateOutcomeTellsAFullDisk(t *testing.T) {
 	outcome, _ = populateOutcomeOf(&other)
 	g.Expect(outcome.failed).To(BeTrue())
 	g.Expect(outcome.diskFull).To(BeFalse())
+}
+
+// threeReplicasAtV1 starts a manager over a new namespace and creates a
+// server of three replicas of revision v1 on 10Gi claims, its resolve Job
+// completed; it returns the server and its first binding.
+func threeReplicasAtV1(t *testing.T, g *WithT) (types.NamespacedName, *embedopsv1.ModelCacheBinding) {
+	t.Helper()
+	namespace := harness.Namespace(t, env.Client)
+	startManager(t, namespace, withPopulator)
+	playStatefulSetController(t, namespace)
+	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithReplicas(3), fixtures.WithCacheSize("10Gi"),
+		fixtures.WithModel(fixtures.Model, "v1"), fixtures.WithRetainFor(time.Hour)))
+	completeResolveJob(t, g, namespace)
+	return key, waitForBinding(t, g, key, "")
 }

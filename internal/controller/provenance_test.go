@@ -80,7 +80,8 @@ func TestBindingRecordsAnArgoCDSource(t *testing.T) {
 		map[string]any{"spec": map[string]any{"project": "default",
 			"source":      map[string]any{"repoURL": gitopsRepo, "path": "apps/models"},
 			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": namespace}}},
-		map[string]any{"sync": map[string]any{"revision": gitopsCommit, "status": "Synced"}}, false)
+		map[string]any{"sync": map[string]any{"revision": gitopsCommit, "status": "Synced"},
+			"resources": []any{map[string]any{"group": "embedops.dev", "kind": "EmbeddingServer", "namespace": namespace, "name": "tei", "version": "v1alpha1"}}}, false)
 	server := fixtures.EmbeddingServer(namespace, "tei")
 	server.Annotations = map[string]string{provenance.TrackingIDAnnotation: namespace + "_models:embedops.dev/EmbeddingServer:" + namespace + "/tei"}
 	key := createServer(t, g, server)

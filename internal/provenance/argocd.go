@@ -21,7 +21,9 @@ var applicationGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1a
 
 // argoCD finds the Application that synced obj and records the source that
 // rendered it at the revision of its current operation, else the one it
-// last synced.
+// last synced. The Application must list obj in status.resources (or be
+// syncing), whichever key names it: the tracking id and the instance label
+// are both written by whoever edits the object.
 func (r *Resolver) argoCD(ctx context.Context, obj client.Object) (Resolution, bool, error) {
 	key, byLabel, ok := r.trackingApplication(obj)
 	if !ok {
@@ -38,7 +40,10 @@ func (r *Resolver) argoCD(ctx context.Context, obj client.Object) (Resolution, b
 		}
 		return notFound("Application", key), false, nil
 	}
-	if byLabel && !listsResource(app, obj) {
+	if !listsResource(app, obj) && (byLabel || hasSynced(app)) {
+		// Anyone who can edit the server can write either key; only the
+		// Application's own record of what it manages says it synced it.
+		// One that never synced is recorded as pending (argoResolution).
 		return Resolution{}, false, nil
 	}
 	res, err := argoResolution(app)
@@ -105,6 +110,13 @@ func listsResource(app *unstructured.Unstructured, obj client.Object) bool {
 		}
 	}
 	return false
+}
+
+// hasSynced reports whether the Application has run or recorded a sync.
+func hasSynced(app *unstructured.Unstructured) bool {
+	_, operation, _ := unstructured.NestedMap(app.Object, "status", "operationState")
+	_, synced, _ := unstructured.NestedMap(app.Object, "status", "sync")
+	return operation || synced
 }
 
 // argoResolution records the Application's manifest source at its synced

@@ -7,12 +7,19 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/internal/provenance"
 	"github.com/embedops/embedops/test/harness"
 )
+
+// listing is an Application's status.resources naming the server bge in
+// namespace, as Argo CD records what it manages.
+func listing(namespace string) []any {
+	return []any{map[string]any{"group": "embedops.dev", "kind": "EmbeddingServer", "namespace": namespace, "name": "bge", "version": "v1alpha1"}}
+}
 
 // application creates the Argo CD Application "models" with the given
 // status.
@@ -58,6 +65,7 @@ func TestResolveArgoCD(t *testing.T) {
 				appNamespace = namespace
 				tc.trackingPrefix = namespace + "_models"
 			}
+			tc.status["resources"] = listing(namespace)
 			application(t, env.Client, appNamespace, tc.status)
 			es := server(t, env.Client, namespace, nil, map[string]string{
 				provenance.TrackingIDAnnotation: tc.trackingPrefix + ":embedops.dev/EmbeddingServer:" + namespace + "/bge",
@@ -91,6 +99,34 @@ func TestResolveArgoCDIgnoresATrackingIDForAnotherObject(t *testing.T) {
 	g.Expect(source.Method).To(Equal(embedopsv1.SourceUnknown))
 }
 
+// TestResolveArgoCDIgnoresATrackingIDOfAnApplicationThatDoesNotListTheServer
+// starts from a forged tracking id: a tenant names an Application that
+// synced, but not this server. Nothing is attested; the same server listed
+// by that Application resolves to it.
+func TestResolveArgoCDIgnoresATrackingIDOfAnApplicationThatDoesNotListTheServer(t *testing.T) {
+	g := NewWithT(t)
+	namespace := harness.Namespace(t, env.Client)
+	application(t, env.Client, namespace, map[string]any{"sync": map[string]any{"revision": sha1Hex, "status": "Synced"}})
+	es := server(t, env.Client, namespace, nil, map[string]string{
+		provenance.TrackingIDAnnotation: "models:embedops.dev/EmbeddingServer:" + namespace + "/bge",
+	})
+	r := resolver(env.Client)
+	r.ArgoCDNamespace = namespace
+	res, err := r.Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceUnknown), "an Application that does not list the server did not sync it")
+	g.Expect(res.Source.Commit).To(BeEmpty())
+
+	app := object("argoproj.io/v1alpha1", "Application", namespace, "models", nil)
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(app), app)).To(Succeed())
+	g.Expect(unstructured.SetNestedSlice(app.Object, listing(namespace), "status", "resources")).To(Succeed())
+	g.Expect(env.Client.Update(t.Context(), app)).To(Succeed())
+	res, err = r.Resolve(t.Context(), es)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Source.Method).To(Equal(embedopsv1.SourceArgoCD))
+	g.Expect(res.Source.Commit).To(Equal(sha1Hex))
+}
+
 // TestResolveWithoutGitOpsCRDs runs against a control plane without the Flux
 // and Argo CD CRDs: their labels and annotations lead nowhere, without error.
 func TestResolveWithoutGitOpsCRDs(t *testing.T) {
@@ -120,7 +156,7 @@ func multiSourceApplication(t *testing.T, c client.Client, namespace string, sou
 			"sources":     sources,
 			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "models"},
 		},
-		"status": map[string]any{"sync": map[string]any{"revisions": revisions, "status": "Synced"}},
+		"status": map[string]any{"sync": map[string]any{"revisions": revisions, "status": "Synced"}, "resources": listing(namespace)},
 	})
 	NewWithT(t).Expect(c.Create(t.Context(), app)).To(Succeed())
 }
@@ -212,7 +248,7 @@ func TestResolveArgoCDLabelTracking(t *testing.T) {
 	argoNamespace := harness.Namespace(t, env.Client)
 	application(t, env.Client, argoNamespace, map[string]any{
 		"sync":      map[string]any{"revision": sha1Hex, "status": "Synced"},
-		"resources": []any{map[string]any{"group": "embedops.dev", "kind": "EmbeddingServer", "namespace": namespace, "name": "bge", "version": "v1alpha1"}},
+		"resources": listing(namespace),
 	})
 	es := server(t, env.Client, namespace, map[string]string{provenance.InstanceLabel: "models"}, nil)
 	r := resolver(env.Client)

@@ -30,15 +30,22 @@ ARGOCD_COMPONENTS := argocd-repo-server argocd-application-controller
 # on its PATH (test/harness).
 ARGOCD_RENDER_TOOLS := argocd-render/helm argocd-render/kustomize
 ARGOCD_TOOLS := argocd $(ARGOCD_COMPONENTS) $(ARGOCD_RENDER_TOOLS)
-TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) $(ARGOCD_TOOLS) controller-gen golangci-lint
+# The CSI snapshot controller (test/tools/snapshotter): the real one, from
+# kubernetes-csi/external-snapshotter, which the local cluster and the real
+# node run (test/harness snapshots.go); the harness's provisioners play the
+# CSI driver and its csi-snapshotter sidecar.
+SNAPSHOT_TOOLS := snapshot-controller
+TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(HELM_TOOLS) $(NODE_TOOLS) $(ARGOCD_TOOLS) $(SNAPSHOT_TOOLS) controller-gen golangci-lint
 # Third-party CRDs the tests install: Flux's from the Flux tools module;
 # Argo CD's twice. crds/argocd-run holds the CRDs of the Argo CD that runs
 # (v2.14.21, test/tools/argocd), for the tests that run it; crds/argocd holds
 # v3's, for the provenance tests that only read Applications a user's Argo CD
 # writes (sources, multi-source, status.sync.revisions): the operator must
-# read v3's schema too, and v3 does not build here to run.
+# read v3's schema too, and v3 does not build here to run. crds/snapshot
+# holds the CSI snapshot CRDs (snapshot.storage.k8s.io/v1) of the snapshot
+# controller's release.
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
-CRDS := crds/flux crds/helm crds/argocd crds/argocd-run
+CRDS := crds/flux crds/helm crds/argocd crds/argocd-run crds/snapshot
 COLD_BUILD_NOTE := a cold build of all tools takes about 24 minutes on 2 cores, plus 8 for Argo CD
 
 ##@ General
@@ -130,7 +137,7 @@ DEV_FLAGS ?=
 # instead of Flux (Argo CD's cold build takes about 8 minutes).
 DEV := $(BIN)/embedops-dev
 DEV_ARGOCD := $(findstring -gitops=argocd,$(DEV_FLAGS))
-DEV_TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS) \
+DEV_TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS) $(SNAPSHOT_TOOLS) crds/snapshot \
 	$(if $(DEV_ARGOCD),$(ARGOCD_TOOLS) crds/argocd-run,$(FLUX_TOOLS) crds/flux) \
 	$(if $(filter 0,$(shell id -u)),$(NODE_TOOLS)))
 
@@ -328,6 +335,16 @@ $(BIN)/argocd-render/helm: test/tools/argocd-render/go.mod test/tools/argocd-ren
 $(BIN)/argocd-render/kustomize: test/tools/argocd-render/go.mod test/tools/argocd-render/go.sum
 	$(call build-tool,argocd-render,sigs.k8s.io/kustomize/kustomize/v5)
 
+# snapshot-controller stamped as external-snapshotter's release build stamps
+# it (release-tools/build.make: -X main.version=$(REV)), with the version
+# test/tools/snapshotter/go.mod pins.
+SNAPSHOTTER_MODULE := github.com/kubernetes-csi/external-snapshotter/v8
+SNAPSHOTTER_CLIENT_MODULE := github.com/kubernetes-csi/external-snapshotter/client/v8
+SNAPSHOTTER_VERSION := $(shell sed -n 's/^[[:space:]]*github\.com\/kubernetes-csi\/external-snapshotter\/v8 \(v[0-9][0-9.]*\).*/\1/p' test/tools/snapshotter/go.mod)
+
+$(BIN)/snapshot-controller: test/tools/snapshotter/go.mod test/tools/snapshotter/go.sum $(BIN)/stamps/snapshotter-$(SNAPSHOTTER_VERSION)
+	$(call build-tool,snapshotter,-ldflags '-X main.version=$(SNAPSHOTTER_VERSION)' $(SNAPSHOTTER_MODULE)/cmd/snapshot-controller)
+
 $(CONTROLLER_GEN): test/tools/codegen/go.mod test/tools/codegen/go.sum
 	$(call build-tool,codegen,sigs.k8s.io/controller-tools/cmd/controller-gen)
 
@@ -361,6 +378,16 @@ $(BIN)/crds/argocd-run: test/tools/argocd/go.mod
 	@mkdir -p $@.tmp
 	dir=$$(cd test/tools/argocd && go mod download github.com/argoproj/argo-cd/v2 && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v2); \
 		install -m 0644 $$dir/manifests/crds/*-crd.yaml $@.tmp/
+	rm -rf $@ && mv $@.tmp $@
+
+# The snapshot CRDs are in the client module (external-snapshotter's
+# client/config/crd), not in the module that builds snapshot-controller; the
+# group snapshot CRDs beside them are left out (the harness runs the
+# controller with CSIVolumeGroupSnapshot off).
+$(BIN)/crds/snapshot: test/tools/snapshotter/go.mod
+	@mkdir -p $@.tmp
+	dir=$$(cd test/tools/snapshotter && go mod download $(SNAPSHOTTER_CLIENT_MODULE) && go list -m -f '{{.Dir}}' $(SNAPSHOTTER_CLIENT_MODULE)); \
+		install -m 0644 $$dir/config/crd/snapshot.storage.k8s.io_volumesnapshot{classes,contents,s}.yaml $@.tmp/
 	rm -rf $@ && mv $@.tmp $@
 
 .PHONY: clean-tools

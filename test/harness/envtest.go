@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -39,10 +40,12 @@ type EnvOptions struct {
 	ExtraCRDPaths []string
 }
 
-// NewScheme returns a scheme with the built-in kinds and embedops' kinds.
+// NewScheme returns a scheme with the built-in kinds, embedops' kinds and
+// the CSI snapshot kinds (snapshot.storage.k8s.io/v1), which the kwok
+// cluster and the real node serve.
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, embedopsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, snapshotv1.AddToScheme, embedopsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}

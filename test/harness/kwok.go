@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	snapshotclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -63,7 +65,11 @@ type ClusterOptions struct {
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok,
 // all listening on 127.0.0.1. kwok simulates the nodes and the pods'
 // kubelets with the Stages in stages/ (see SimulateAnnotation), and an
-// in-process test provisioner binds claims of DefaultStorageClass. All its state is in a
+// in-process test provisioner binds claims of DefaultStorageClass and
+// NoCloneStorageClass, cloning and restoring volumes as a CSI driver does
+// (storage.go). The CSI snapshot CRDs are installed and the real
+// snapshot-controller runs beside the provisioner's csi-snapshotter
+// stand-in (snapshots.go, snapshotter.go). All its state is in a
 // temporary directory; Stop removes it and ends every process.
 type Cluster struct {
 	// Name is kwokctl's name for the cluster, unique per start.
@@ -84,8 +90,10 @@ type Cluster struct {
 	env             []string
 	stopProvisioner func()
 	provisionerLog  *os.File
-	stopOnce        sync.Once
-	stopErr         error
+	// snapshotController is the real snapshot-controller (snapshots.go).
+	snapshotController *Process
+	stopOnce           sync.Once
+	stopErr            error
 }
 
 // StartCluster creates a local cluster with opts.Nodes Ready nodes, the
@@ -203,15 +211,23 @@ func (c *Cluster) connect() error {
 	return nil
 }
 
-// startStorage creates DefaultStorageClass and starts its provisioner,
-// which takes delay per volume.
+// startStorage installs the snapshot CRDs, creates the StorageClasses, the
+// CSIDrivers and the VolumeSnapshotClasses, and starts the provisioner
+// (which takes delay per volume), its snapshotter and the
+// snapshot-controller.
 func (c *Cluster) startStorage(ctx context.Context, delay time.Duration) error {
-	if _, err := c.Clientset.StorageV1().StorageClasses().Create(ctx, defaultStorageClass(), metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the default StorageClass: %w", err)
+	if err := InstallSnapshotCRDs(c.Config); err != nil {
+		return err
 	}
-	volumes := filepath.Join(c.dir, "volumes")
-	if err := os.Mkdir(volumes, 0o750); err != nil {
-		return fmt.Errorf("creating the volumes directory: %w", err)
+	snapshots, err := snapshotclient.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("creating a snapshot client: %w", err)
+	}
+	err = createStorageObjects(ctx, c.Clientset, snapshots,
+		[]*storagev1.StorageClass{defaultStorageClass(), noCloneStorageClass()},
+		csiDrivers(ProvisionerName, NoCloneProvisionerName), snapshotClasses(ProvisionerName, NoCloneProvisionerName))
+	if err != nil {
+		return err
 	}
 	logFile, err := os.Create(filepath.Join(c.dir, "provisioner.log"))
 	if err != nil {
@@ -219,8 +235,19 @@ func (c *Cluster) startStorage(ctx context.Context, delay time.Duration) error {
 	}
 	c.provisionerLog = logFile
 	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2})
-	c.stopProvisioner = startProvisioner(c.Clientset, volumes, delay, logger)
-	return nil
+	driver, err := newVolumeDriver(ProvisionerName, NoCloneProvisionerName, c.dir, c.Clientset, snapshots, logger.WithName("driver"))
+	if err != nil {
+		return err
+	}
+	stopProvisioner := startProvisioner(c.Clientset, driver, delay, logger)
+	stopSnapshotter, err := runSnapshotter(driver, logger.WithName("snapshotter"))
+	if err != nil {
+		stopProvisioner()
+		return err
+	}
+	c.stopProvisioner = func() { stopSnapshotter(); stopProvisioner() }
+	c.snapshotController, err = StartSnapshotController(ctx, c.Kubeconfig, c.dir)
+	return err
 }
 
 // run runs kwokctl on this cluster, returning its output in the error.
@@ -324,6 +351,10 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) stop() error {
+	var errs []error
+	if c.snapshotController != nil {
+		errs = append(errs, c.snapshotController.Stop())
+	}
 	if c.stopProvisioner != nil {
 		c.stopProvisioner()
 	}
@@ -333,7 +364,6 @@ func (c *Cluster) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	pids := c.componentPIDs()
-	var errs []error
 	if err := c.run(ctx, "delete", "cluster", "--kubeconfig", c.Kubeconfig); err != nil {
 		errs = append(errs, err)
 	}

@@ -79,11 +79,12 @@ func (c *Cluster) isComponent(pid int) bool {
 	return err == nil && strings.Contains(string(cmdline), c.dir)
 }
 
-// ComponentLogs returns the last lines of each component's log and of the
-// provisioner's, for failure messages. It is empty after Stop.
+// ComponentLogs returns the last lines of each component's log, of the
+// provisioner's and of the snapshot-controller's, for failure messages. It
+// is empty after Stop.
 func (c *Cluster) ComponentLogs(lines int) string {
 	files, _ := filepath.Glob(filepath.Join(c.clusterDir(), "logs", "*.log"))
-	files = append(files, filepath.Join(c.dir, "provisioner.log"))
+	files = append(files, filepath.Join(c.dir, "provisioner.log"), filepath.Join(c.dir, "snapshot-controller.log"))
 	var b strings.Builder
 	for _, file := range files {
 		data, err := os.ReadFile(file)

@@ -103,15 +103,18 @@ func testClaims(t *testing.T, cluster *Cluster, namespace string) {
 			g.Expect(volume.Spec.AccessModes).To(ConsistOf(mode))
 			g.Expect(volume.Spec.Capacity.Storage().String()).To(Equal("1Gi"))
 			g.Expect(volume.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimDelete))
-			g.Expect(volume.Spec.HostPath).NotTo(BeNil())
-			g.Expect(volume.Spec.HostPath.Path).To(BeADirectory())
+			g.Expect(volume.Spec.CSI).NotTo(BeNil(), "a CSI volume, which the snapshot-controller can snapshot")
+			g.Expect(volume.Spec.CSI.Driver).To(Equal(ProvisionerName))
+			dir, err := VolumeDir(volume)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(dir).To(BeADirectory())
 
 			g.Expect(cluster.Client.Delete(t.Context(), claim)).To(Succeed())
 			g.Eventually(func(g Gomega) {
 				err := cluster.Client.Get(t.Context(), client.ObjectKeyFromObject(volume), volume)
 				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the volume is deleted with its claim, got %v", err)
 			}).Should(Succeed())
-			g.Expect(volume.Spec.HostPath.Path).NotTo(BeAnExistingFile())
+			g.Expect(dir).NotTo(BeAnExistingFile())
 		})
 	}
 	t.Run("a StatefulSet's claim template", func(t *testing.T) {

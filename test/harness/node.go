@@ -13,12 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	snapshotclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,7 +83,7 @@ type Node struct {
 }
 
 // nodeBinaries are the node's programs from ./bin.
-var nodeBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "coredns"}
+var nodeBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "coredns", "snapshot-controller"}
 
 // StartNode starts a real node and waits until it is Ready, cluster DNS
 // answers and the default ServiceAccount exists. A failed start tears down
@@ -281,21 +283,58 @@ func (n *Node) startServices(ctx context.Context, _ NodeOptions) error {
 	return n.run(ctx, "coredns", n.files.coreDNSArgs(), n.probeHTTP(dnsReadyPort, "/ready", false))
 }
 
-// startStorage creates the StorageClasses and starts the provisioner.
+// startStorage installs the snapshot CRDs, creates the StorageClasses, the
+// CSIDrivers and the VolumeSnapshotClasses, starts the provisioner, its
+// snapshotter and its CSI node plugins, waits for the kubelet to register
+// them, and runs the snapshot-controller inside the node's namespace.
 func (n *Node) startStorage(ctx context.Context, _ NodeOptions) error {
-	for _, class := range nodeStorageClasses() {
-		if _, err := n.Clientset.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating the StorageClass %s: %w", class.Name, err)
-		}
+	if err := InstallSnapshotCRDs(n.Config); err != nil {
+		return err
+	}
+	snapshots, err := snapshotclient.NewForConfig(n.Config)
+	if err != nil {
+		return fmt.Errorf("creating a snapshot client: %w", err)
+	}
+	err = createStorageObjects(ctx, n.Clientset, snapshots, nodeStorageClasses(),
+		csiDrivers(LocalProvisionerName, LocalNoCloneProvisionerName), snapshotClasses(LocalProvisionerName, LocalNoCloneProvisionerName))
+	if err != nil {
+		return err
 	}
 	logFile, err := os.Create(n.files.path("provisioner.log"))
 	if err != nil {
 		return fmt.Errorf("creating the provisioner log: %w", err)
 	}
 	logger := funcr.New(func(prefix, args string) { _, _ = fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2})
-	stop := runProvisioner(n.Clientset, LocalProvisionerName, &localProvisioner{dir: n.files.volumesDir, nodeName: n.Name}, logger)
-	n.stopProvisioner = func() { stop(); _ = logFile.Close() }
-	return nil
+	// Volumes in the node's volumes directory, snapshots beside it.
+	driver, err := newVolumeDriver(LocalProvisionerName, LocalNoCloneProvisionerName, filepath.Dir(n.files.volumesDir), n.Clientset, snapshots, logger.WithName("driver"))
+	if err != nil {
+		_ = logFile.Close()
+		return err
+	}
+	var stops []func()
+	n.stopProvisioner = func() {
+		for _, stop := range slices.Backward(stops) {
+			stop()
+		}
+		_ = logFile.Close()
+	}
+	stops = append(stops, runProvisioner(n.Clientset, driver, &localProvisioner{driver: driver, nodeName: n.Name}, logger))
+	stopSnapshotter, err := runSnapshotter(driver, logger.WithName("snapshotter"))
+	if err != nil {
+		return err
+	}
+	stops = append(stops, stopSnapshotter)
+	stopPlugins, err := startCSINodePlugins(n.files.kubeletDir, n.Name, driver)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, stopPlugins)
+	if err := waitFor(ctx, "the kubelet to register the CSI drivers", n.csiDriverRegistered(driver.drivers())); err != nil {
+		return err
+	}
+	return n.runReady(ctx, "snapshot-controller", n.bins["snapshot-controller"],
+		snapshotControllerArgs(n.files.adminKubeconfig, fmt.Sprintf("127.0.0.1:%d", snapshotControllerMetrics)),
+		n.probeHTTP(snapshotControllerMetrics, "/metrics", false))
 }
 
 // waitUsable waits for the default ServiceAccount, which pods need.

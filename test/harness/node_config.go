@@ -45,6 +45,9 @@ const (
 	kubeProxyMetrics = 10249
 	dnsHealthPort    = 8080
 	dnsReadyPort     = 8181
+	// snapshotControllerMetrics is the snapshot-controller's
+	// --http-endpoint, its readiness probe.
+	snapshotControllerMetrics = 9808
 )
 
 // containerdConfig is containerd 1.6's config (version 2) for the node,

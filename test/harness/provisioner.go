@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,8 +21,14 @@ import (
 
 // The local cluster's storage.
 const (
-	// ProvisionerName is the provisioner of DefaultStorageClass.
-	ProvisionerName = "embedops.dev/test-provisioner"
+	// ProvisionerName is the provisioner of DefaultStorageClass, a CSI
+	// driver that clones and snapshots. A CSI driver's name is a DNS
+	// subdomain (the CSIDriver object's name, a PersistentVolume's
+	// spec.csi.driver), so it has no slash.
+	ProvisionerName = "test-provisioner.embedops.dev"
+	// NoCloneProvisionerName is the provisioner of NoCloneStorageClass on
+	// kwok: the same driver without the CLONE_VOLUME capability.
+	NoCloneProvisionerName = "test-provisioner-no-clone.embedops.dev"
 	// DefaultStorageClass is the default StorageClass: it binds claims
 	// immediately and deletes their volumes with them.
 	DefaultStorageClass = "standard"
@@ -36,39 +41,49 @@ var supportedAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteO
 // kubernetes-csi/external-provisioner's --worker-threads default.
 const provisionWorkers = 100
 
-// hostPathProvisioner provisions a hostPath PersistentVolume under dir for
-// each claim. Pods are simulated, so nothing ever mounts it; the directory
-// only shows that Delete ran.
+// hostPathProvisioner provisions a CSI PersistentVolume of a directory for
+// each claim (storage.go), cloned or restored from the claim's data source.
+// Pods are simulated, so nothing ever mounts it; the directory holds what a
+// clone, a snapshot or a test put there, and shows that Delete ran.
 type hostPathProvisioner struct {
-	dir string
+	driver *volumeDriver
 	// delay is how long each volume takes to provision, as a storage
 	// backend's create call does; a claim binds that much after it is
 	// picked up.
 	delay time.Duration
 }
 
-// Provision creates the claim's directory and returns its volume; the
-// library adds the claimRef, the class and the provisioned-by annotation.
+// Provision creates the claim's directory, fills it from the claim's data
+// source, and returns its volume; the library adds the claimRef, the class
+// and the provisioned-by annotation.
 func (p *hostPathProvisioner) Provision(ctx context.Context, options controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := options.PVC
 	if err := p.wait(ctx); err != nil {
 		return nil, controller.ProvisioningInBackground, err
 	}
+	source, state, err := p.driver.prepareSource(ctx, options)
+	if err != nil {
+		return nil, state, err
+	}
 	if claim.Spec.Selector != nil {
+		source.done()
 		return nil, controller.ProvisioningFinished, errors.New("claim selectors are not supported")
 	}
 	for _, mode := range claim.Spec.AccessModes {
 		if !slices.Contains(supportedAccessModes, mode) {
+			source.done()
 			return nil, controller.ProvisioningFinished, fmt.Errorf("access mode %s is not supported", mode)
 		}
 	}
-	path := filepath.Join(p.dir, options.PVName)
+	path := filepath.Join(p.driver.volumes, options.PVName)
 	if err := os.MkdirAll(path, 0o750); err != nil {
+		source.done()
 		return nil, controller.ProvisioningFinished, fmt.Errorf("creating the volume directory: %w", err)
 	}
-	volume := volumeFor(options, corev1.PersistentVolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: path, Type: new(corev1.HostPathDirectoryOrCreate)},
-	})
+	if err := source.fill(ctx, path); err != nil {
+		return nil, controller.ProvisioningFinished, errors.Join(err, os.RemoveAll(path))
+	}
+	volume := volumeFor(options, volumeSource(options, path))
 	volume.Spec.MountOptions = options.StorageClass.MountOptions
 	return volume, controller.ProvisioningFinished, nil
 }
@@ -89,13 +104,14 @@ func (p *hostPathProvisioner) wait(ctx context.Context) error {
 	}
 }
 
-// Delete removes the volume's directory, ignoring volumes outside dir.
+// Delete removes the volume's directory, ignoring volumes outside the
+// driver's directory.
 func (p *hostPathProvisioner) Delete(_ context.Context, volume *corev1.PersistentVolume) error {
-	source := volume.Spec.HostPath
-	if source == nil || !strings.HasPrefix(source.Path, p.dir+string(filepath.Separator)) {
-		return &controller.IgnoredError{Reason: "the volume is not under the provisioner's directory"}
+	path, err := p.driver.volumePath(volume)
+	if err != nil {
+		return err
 	}
-	if err := os.RemoveAll(source.Path); err != nil {
+	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("removing the volume directory: %w", err)
 	}
 	return nil
@@ -115,18 +131,31 @@ func defaultStorageClass() *storagev1.StorageClass {
 	}
 }
 
-// startProvisioner runs the test provisioner for ProvisionerName until stop
-// is called; stop returns once the controller and its workers have. It logs
-// to logger, which should not be the test's output: the library is chatty.
-func startProvisioner(clientset kubernetes.Interface, dir string, delay time.Duration, logger logr.Logger) (stop func()) {
-	return runProvisioner(clientset, ProvisionerName, &hostPathProvisioner{dir: dir, delay: delay}, logger)
+// noCloneStorageClass is NoCloneStorageClass on kwok: as the default class,
+// of the driver without clone support.
+func noCloneStorageClass() *storagev1.StorageClass {
+	return &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: NoCloneStorageClass},
+		Provisioner:       NoCloneProvisionerName,
+		ReclaimPolicy:     new(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: new(storagev1.VolumeBindingImmediate),
+	}
 }
 
-// runProvisioner runs a provisioner under name until stop is called; stop
-// returns once the controller and its workers have.
-func runProvisioner(clientset kubernetes.Interface, name string, p controller.Provisioner, logger logr.Logger) (stop func()) {
+// startProvisioner runs the test provisioner for the driver's names until
+// stop is called; stop returns once the controller and its workers have.
+// It logs to logger, which should not be the test's output: the library is
+// chatty.
+func startProvisioner(clientset kubernetes.Interface, driver *volumeDriver, delay time.Duration, logger logr.Logger) (stop func()) {
+	return runProvisioner(clientset, driver, &hostPathProvisioner{driver: driver, delay: delay}, logger)
+}
+
+// runProvisioner runs a provisioner under the driver's names until stop is
+// called; stop returns once the controller and its workers have.
+func runProvisioner(clientset kubernetes.Interface, driver *volumeDriver, p controller.Provisioner, logger logr.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logger))
-	provisioner := controller.NewProvisionController(ctx, clientset, name, p,
+	provisioner := controller.NewProvisionController(ctx, clientset, driver.name, p,
+		controller.AdditionalProvisionerNames([]string{driver.noClone}),
 		controller.Threadiness(provisionWorkers),
 		// One process, one provisioner: leader election only delays the
 		// start, and losing the lease would exit the test binary.

@@ -104,11 +104,23 @@ func StatefulSet(server *embedopsv1.EmbeddingServer, cache *Cache, facts Facts) 
 			Selector:                             &metav1.LabelSelector{MatchLabels: StatefulSetSelectorLabels(server)},
 			ServiceName:                          HeadlessServiceName(server),
 			PodManagementPolicy:                  appsv1.ParallelPodManagement,
+			UpdateStrategy:                       rollingUpdate(),
 			Template:                             *template,
 			VolumeClaimTemplates:                 cache.claimTemplates(server),
 			PersistentVolumeClaimRetentionPolicy: cache.claimRetention(),
 		},
 	}, nil
+}
+
+// rollingUpdate is the StatefulSet's update strategy, the API server's
+// default (apps/v1 SetDefaults_StatefulSet) written out: partition 0 undoes
+// the pause a drain sets (the controller's drainPatch) when an old
+// StatefulSet becomes the server's again, so its pods roll.
+func rollingUpdate() appsv1.StatefulSetUpdateStrategy {
+	return appsv1.StatefulSetUpdateStrategy{
+		Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: new(int32(0))},
+	}
 }
 
 // PodTemplate is the pod template of the server's StatefulSet: the

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,12 +228,21 @@ func (r *EmbeddingServerReconciler) carryOutDrain(ctx context.Context, sts *apps
 // says, with its UID as precondition: spec.replicas, and
 // spec.ordinals.start when its lowest ordinals go (apps/v1
 // StatefulSetOrdinals, GA in Kubernetes 1.31, below the floor
-// kubeversion.Floor).
+// kubeversion.Floor). It also pauses the StatefulSet's own rolling update
+// (rollingUpdate.partition above every ordinal): an old StatefulSet whose
+// template changed in place before the server moved away (a revision that
+// ran out of room on its claims) would otherwise replace its ready pods
+// with ones of the new template as soon as a trim took its unready pod out
+// of range and so freed the update's maxUnavailable (kubernetes v1.37.2
+// pkg/controller/statefulset/stateful_set_control.go,
+// updateStatefulSetAfterInvariantEstablished). The builder applies
+// partition 0, so a StatefulSet that is the server's again rolls.
 func drainPatch(sts *appsv1.StatefulSet, drain decision.Drain) []byte {
+	pause := fmt.Sprintf(`"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":%d}}`, math.MaxInt32)
 	if drain.StartAt != nil {
-		return fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d,"ordinals":{"start":%d}}}`, sts.UID, *drain.ScaleTo, *drain.StartAt)
+		return fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d,"ordinals":{"start":%d},%s}}`, sts.UID, *drain.ScaleTo, *drain.StartAt, pause)
 	}
-	return fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d}}`, sts.UID, *drain.ScaleTo)
+	return fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"replicas":%d,%s}}`, sts.UID, *drain.ScaleTo, pause)
 }
 
 // podsGone reports whether the StatefulSet controller, having seen the

@@ -7,6 +7,8 @@
 //	                               the kubernetes Service with its
 //	                               ServiceAccount token, then GETs SERVICE_URL
 //	                               through cluster DNS
+//	podcheck fill PATH BYTES       writes BYTES bytes to PATH and reports
+//	                               the room left on its filesystem
 //	podcheck owners DIR            reports, as JSON, DIR's owner and mode and
 //	                               how many entries below it each owner has
 //	podcheck load URL INTERVAL ADDR
@@ -41,7 +43,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: podcheck write|serve|cluster|owners|load [arguments]"))
+		fail(errors.New("usage: podcheck write|serve|cluster|fill|owners|load [arguments]"))
 	}
 	var err error
 	switch args := os.Args[2:]; os.Args[1] {
@@ -51,6 +53,8 @@ func main() {
 		err = serve(args)
 	case "cluster":
 		err = cluster(args)
+	case "fill":
+		err = fill(args)
 	case "owners":
 		err = owners(args)
 	case "load":

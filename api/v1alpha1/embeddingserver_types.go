@@ -432,7 +432,37 @@ type CacheSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ExistingClaim string `json:"existingClaim,omitempty"`
+
+	// Seed is how a PerReplica server fills the claim of a replica that
+	// has none yet (a scale-up, or replicas 2..n of a new server) once
+	// another replica's claim of the same binding holds the model at the
+	// binding's commit: Clone makes the new claim a CSI volume clone of
+	// that claim (its dataSourceRef names it; the StorageClass's driver
+	// must support cloning) and holds replicas 2..n of a new server until
+	// the first is populated; Download leaves the claim empty for the
+	// replica's populator to fill from the hub; Auto, the default, clones
+	// when a populated claim exists as the replica is added (a scale-up)
+	// and never holds a replica back. A clone not bound within two minutes
+	// is deleted (it holds nothing) and its replica downloads; Auto then
+	// downloads for the binding's later replicas. A copy is verified file
+	// by file before TEI starts. It does not change the storage decision,
+	// and is ignored for Shared, None and an existing claim.
+	// +kubebuilder:validation:Enum=Auto;Clone;Download
+	// +optional
+	Seed CacheSeed `json:"seed,omitempty"`
 }
+
+// CacheSeed is how a PerReplica server fills a new replica's claim.
+type CacheSeed string
+
+const (
+	// CacheSeedAuto clones where the class allows it, else downloads.
+	CacheSeedAuto CacheSeed = "Auto"
+	// CacheSeedClone copies a populated claim by CSI volume cloning.
+	CacheSeedClone CacheSeed = "Clone"
+	// CacheSeedDownload fills every claim from the hub.
+	CacheSeedDownload CacheSeed = "Download"
+)
 
 // CacheMode is how a server's model cache is stored.
 // +kubebuilder:validation:Enum=PerReplica;Shared;None
@@ -620,7 +650,7 @@ type ResourceRef struct {
 // EmbeddingServer runs a HuggingFace Text Embeddings Inference server.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=4"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=5"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=es,categories=embedops

@@ -373,12 +373,55 @@ type ModelCacheBindingStatus struct {
 	// +optional
 	Realized *RealizedCache `json:"realized,omitempty"`
 
+	// ClaimFills say how each claim embedops made from another was
+	// filled: a clone of which claim, at which commit, and when a copy
+	// was abandoned, why its replica downloads instead. A claim not
+	// listed was filled by its populator from the hub.
+	// +kubebuilder:validation:MaxItems=512
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	ClaimFills []ClaimFill `json:"claimFills,omitempty"`
+
 	// Conditions of the binding.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// ClaimFill is how one claim of a binding was filled.
+type ClaimFill struct {
+	// Name of the claim.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Method is Clone, or Download once a copy was abandoned.
+	Method ClaimFillMethod `json:"method"`
+	// Source is the claim it was cloned from.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Source string `json:"source,omitempty"`
+	// Commit is the model commit the source held, the binding's.
+	// +kubebuilder:validation:Pattern=`^[a-f0-9]{40}$`
+	// +optional
+	Commit string `json:"commit,omitempty"`
+	// Fallback says why a copy was abandoned for a download.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// ClaimFillMethod is how a claim was filled.
+// +kubebuilder:validation:Enum=Clone;Download
+type ClaimFillMethod string
+
+const (
+	// ClaimFilledByClone is a CSI volume clone of another claim.
+	ClaimFilledByClone ClaimFillMethod = "Clone"
+	// ClaimFilledByDownload was filled from the hub by its populator.
+	ClaimFilledByDownload ClaimFillMethod = "Download"
+)
 
 // BindingPhase is the lifecycle phase of a binding.
 // +kubebuilder:validation:Enum=Active;Retiring;Released
@@ -483,7 +526,7 @@ const (
 // ModelCacheBinding records one cache storage decision and its lifetime.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=4"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=5"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcb,categories=embedops
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.decision.mode`

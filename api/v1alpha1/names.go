@@ -52,8 +52,9 @@ const (
 	// SchemaVersion is the schema version of this package's CRDs: 2 added
 	// spec.rollout, 3 status.realized.freeBytes and reclaimableBytes, 4
 	// lets those two follow the replicas' latest results (a CRD of 3
-	// refuses the controller's updates of them).
-	SchemaVersion = 4
+	// refuses the controller's updates of them), 5 spec.cache.seed and
+	// the binding's status.claimFills.
+	SchemaVersion = 5
 	// UnversionedSchema is the schema version of CRDs installed before the
 	// annotation existed (release 7c1c4b3 and earlier), whose schema is
 	// version 1's.

@@ -138,6 +138,13 @@ func populateWith(ctx context.Context, stderr io.Writer, getenv func(string) str
 	options.Model, options.Revision, options.Dir = opts.model, opts.revision, opts.dir
 	options.Image, options.AllBackends, options.Verify = opts.image, opts.allBackends, verify
 	options.Prune = opts.prune
+	if opts.prune {
+		// The runs that fill a claim (the builder's, which prune) record
+		// their pod; a replica's claim cloned from another's then shows
+		// as a copy (populate.Options.Filler). A pod's hostname is its
+		// name (kubernetes pkg/kubelet/kubelet_pods.go, GeneratePodHostNameAndDomain).
+		options.Filler, _ = os.Hostname()
+	}
 	options.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	if opts.resolveOnly {
 		return populate.Resolve(ctx, options)

@@ -19,7 +19,7 @@ import (
 // in order, the finalizer, the binding (bind), the claims' labels and
 // their expansion (ledger.ExpandClaims), the populate Job and the
 // binding's record of it (writePopulate), a populate Job's result, the
-// children (carryOutChildren), what the pods realized, and a binding out
+// claims of new replicas (carryOutSeeds), the children (carryOutChildren), what the pods realized, and a binding out
 // of room (markOutOfRoom). It runs after
 // the last phase of its round, also when that phase stopped the reconcile
 // or failed: what the round planned is written. The status is written
@@ -49,6 +49,9 @@ func (r *EmbeddingServerReconciler) carryOut(ctx context.Context, scope *serverS
 		return ctrl.Result{}, err
 	}
 	if err := r.recordRealized(ctx, scope, plan.populated); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.carryOutSeeds(ctx, scope, plan.seeds); err != nil {
 		return ctrl.Result{}, err
 	}
 	result, err := r.carryOutChildren(ctx, scope, plan.children)

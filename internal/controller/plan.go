@@ -44,6 +44,9 @@ type serverPlan struct {
 	// outOfRoom marks the binding in use out of room (planOutOfRoom); nil
 	// for nothing.
 	outOfRoom *outOfRoomWrite
+	// seeds are the claims of new replicas made from a populated one
+	// (planSeeds); nil for nothing.
+	seeds *seedWrite
 	// deletion is what a deleted server's reconcile writes; then nothing
 	// else is planned.
 	deletion *deletionPlan
@@ -90,7 +93,8 @@ type childrenPlan struct {
 
 // planChildren decides what the act step does with the built children:
 // nothing while pods of a StatefulSet it replaced remain
-// (waitForReplacedPods); else the storage change's step and drains, whether
+// (waitForReplacedPods); else the storage change's step and drains, the
+// claims of new replicas made from a populated one (planSeeds), whether
 // the children need an apply at all, and which bindings the server leaves
 // after it. Children that verifiedChildren let the ownership check skip are
 // checked uncached once the spec builds them differently.
@@ -99,6 +103,11 @@ func (r *EmbeddingServerReconciler) planChildren(ctx context.Context, scope *ser
 		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 	}
 	scope.rollout = planStorageRollout(scope, scope.children[0])
+	seeds, recheck, err := r.planSeeds(scope)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	scope.plan.seeds = seeds
 	planned := &childrenPlan{apply: true, drains: scope.rollout.drains(), inUse: storagesInUse(scope)}
 	if scope.binding != nil {
 		planned.keep = scope.binding.Name
@@ -117,5 +126,5 @@ func (r *EmbeddingServerReconciler) planChildren(ctx context.Context, scope *ser
 		}
 	}
 	scope.plan.children = planned
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: recheck}, nil
 }

@@ -72,6 +72,12 @@ type Options struct {
 	// Verify says how a snapshot the cache already holds is checked;
 	// VerifySizes if empty.
 	Verify Verify
+	// Filler names the run's pod (its hostname). A run with a Filler
+	// records it in the cache once it is complete, and a run that finds
+	// another filler recorded treats the cache as a copy of another
+	// replica's claim: it checks every file's content (VerifyFull) and
+	// reports Result.CopiedFrom. Empty records and checks nothing.
+	Filler string
 	// Prune deletes, before a new commit is downloaded, every snapshot a
 	// manifest marks complete but the new one and the one the last run left
 	// (see the package documentation, Pruning), holding the model's folder
@@ -103,6 +109,9 @@ type Result struct {
 	// ReclaimableBytes is what a pruning run for the next commit frees: the
 	// blobs only snapshots older than this one name. Nil without Prune.
 	ReclaimableBytes *int64 `json:"reclaimableBytes,omitempty"`
+	// CopiedFrom is the filler of the copy this run checked (see
+	// Options.Filler), "" when the cache was not copied.
+	CopiedFrom string `json:"copiedFrom,omitempty"`
 }
 
 // contentDigestPattern is the form ContentDigest returns.
@@ -125,8 +134,10 @@ type populator struct {
 	idle            time.Duration
 	verify          Verify
 	prune           bool
-	log             *slog.Logger
-	downloaded      atomic.Int64
+	// filler is Options.Filler; copied the filler of the copy found.
+	filler, copied string
+	log            *slog.Logger
+	downloaded     atomic.Int64
 	// backends and selection say which files are cached: selection names
 	// them in the manifest ("all", or "tei:" and the backends).
 	backends  []Backend
@@ -183,6 +194,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	p.trustNoCopy()
 	result, err := p.run(ctx)
 	if err != nil {
 		return nil, err
@@ -190,6 +202,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := p.finish(result); err != nil {
 		return nil, err
 	}
+	if err := p.recordFiller(); err != nil {
+		return nil, err
+	}
+	result.CopiedFrom = p.copied
 	return result, nil
 }
 
@@ -284,6 +300,7 @@ func newPopulator(opts Options) (*populator, error) {
 		idle:   opts.IdleTimeout,
 		verify: opts.Verify,
 		prune:  opts.Prune,
+		filler: opts.Filler,
 		log:    opts.Log,
 	}, nil
 }

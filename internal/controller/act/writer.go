@@ -6,6 +6,7 @@ import (
 
 	"github.com/fluxcd/pkg/ssa"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +53,17 @@ func (w *Writer) MergePatch(ctx context.Context, obj client.Object, patch []byte
 // CreateJob creates a populate Job.
 func (w *Writer) CreateJob(ctx context.Context, job *batchv1.Job) error {
 	return w.client.Create(ctx, job, client.FieldOwner(embedopsv1.FieldManager))
+}
+
+// CreateClaim creates a claim a StatefulSet will adopt by its name.
+func (w *Writer) CreateClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	return w.client.Create(ctx, claim, client.FieldOwner(embedopsv1.FieldManager))
+}
+
+// DeleteClaimAsRead deletes a claim only while it has the UID and
+// resourceVersion it was read at.
+func (w *Writer) DeleteClaimAsRead(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	return w.client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion})
 }
 
 // DeleteJob deletes a Job and, in the background, its pods.

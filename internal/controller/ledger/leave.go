@@ -171,3 +171,17 @@ func (l *Ledger) RecordRealized(ctx context.Context, binding *embedopsv1.ModelCa
 		"resolvedCommit", realized.ResolvedCommit, "contentDigest", realized.ContentDigest)
 	return realized.ResolvedCommit, nil
 }
+
+// RecordClaimFills adds how claims were filled to the binding's
+// status.claimFills (decision.MergeFills); nothing when it records them.
+func (l *Ledger) RecordClaimFills(ctx context.Context, binding *embedopsv1.ModelCacheBinding, fills []embedopsv1.ClaimFill) error {
+	merged, changed := decision.MergeFills(binding.Status.ClaimFills, fills)
+	if !changed {
+		return nil
+	}
+	binding.Status.ClaimFills = merged
+	if err := l.updateStatus(ctx, binding); err != nil {
+		return fmt.Errorf("recording how claims were filled: %w", err)
+	}
+	return nil
+}

@@ -154,6 +154,7 @@ func (a *auditor) audit(ctx context.Context, binding *embedopsv1.ModelCacheBindi
 		Path:           source.Path,
 		RecordedCommit: source.Commit,
 		Artifact:       source.Artifact,
+		Claims:         claimsOf(binding),
 	}
 	res.Attestation, res.AttestedBy = attestationOf(source)
 	selfChecked := integrity(binding.Spec)

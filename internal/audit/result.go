@@ -72,6 +72,9 @@ type Result struct {
 	// Renders counts the kustomize builds run for this binding; commits whose
 	// rendered inputs were unchanged reuse an earlier build.
 	Renders int `json:"renders,omitempty"`
+	// Claims say how each claim of the binding was filled: from the hub,
+	// or as a clone of which claim at which commit.
+	Claims []ClaimProvenance `json:"claims,omitempty"`
 }
 
 // Difference is one field whose recorded value is not what it should be.

@@ -176,9 +176,9 @@ func (r *EmbeddingServerReconciler) carryOutSeeds(ctx context.Context, scope *se
 // ordinal (its template's labels and the StatefulSet's selector: kubernetes
 // v1.37.2 pkg/controller/statefulset/stateful_set_utils.go,
 // getPersistentVolumeClaims), with a dataSourceRef naming the source: CSI
-// volume cloning (external-provisioner v5 pkg/controller/controller.go,
-// getPVCSource; same namespace and StorageClass, size at least the
-// source's, which the template's is, being the binding's).
+// volume cloning (external-provisioner v6.3.0 pkg/controller/controller.go,
+// getPVCSource: same namespace and CSI driver, the source bound, size at
+// least the source's, which the template's is, being the binding's).
 func cloneClaim(write *seedWrite, namespace string, clone decision.SeedClone) *corev1.PersistentVolumeClaim {
 	claim := &corev1.PersistentVolumeClaim{}
 	claim.Namespace, claim.Name = namespace, clone.Name

@@ -147,7 +147,7 @@ func (e *env) installCRDs(ctx context.Context) error {
 		return err
 	}
 	if e.node != nil {
-		// The real node has both classes, local volumes bound once a pod
+		// The real node has both classes, CSI volumes bound once a pod
 		// is scheduled.
 		return nil
 	}

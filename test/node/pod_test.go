@@ -27,12 +27,13 @@ const (
 	testFSGroup = 2000
 )
 
-// TestPodWritesLocalVolumeThroughFSGroup runs a pod as the workload's pods
-// run: an init container writing a Secret's value to a local
-// PersistentVolume as uid 1000 (writable through fsGroup only), its
+// TestPodWritesItsVolumeThroughFSGroup runs a pod as the workload's pods
+// run: an init container writing a Secret's value to a CSI
+// PersistentVolume (the harness's driver, which clones and snapshots) as
+// uid 1000 (writable through fsGroup only), its
 // termination message, and a server behind a readiness probe that is Ready
 // once the file is there.
-func TestPodWritesLocalVolumeThroughFSGroup(t *testing.T) {
+func TestPodWritesItsVolumeThroughFSGroup(t *testing.T) {
 	requireNode(t)
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -62,7 +63,7 @@ func TestPodWritesLocalVolumeThroughFSGroup(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	volume, err := cs.PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(volume.Spec.Local).NotTo(BeNil(), "a local volume, to which the kubelet applies fsGroup")
+	g.Expect(volume.Spec.CSI).NotTo(BeNil(), "a CSI volume, to which the kubelet applies fsGroup (its CSIDriver's fsGroupPolicy)")
 }
 
 // TestPodReachesAPIServerAndServiceByName runs a pod that asks the API

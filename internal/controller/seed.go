@@ -24,6 +24,9 @@ const (
 	SeedingReplicaReason = "SeedingReplica"
 	// SeedFallbackReason: a copy was abandoned and the replica downloads.
 	SeedFallbackReason = "SeedFallback"
+	// HoldingReplicasReason: a Clone server's new replicas wait for a
+	// populated claim to copy.
+	HoldingReplicasReason = "HoldingReplicas"
 )
 
 // seedWrite is what the act step writes for the claims of new replicas:
@@ -33,6 +36,8 @@ type seedWrite struct {
 	template corev1.PersistentVolumeClaim
 	selector map[string]string
 	plan     decision.SeedPlan
+	// holding is the event that says the StatefulSet is held, "" for none.
+	holding string
 }
 
 // planSeeds decides how the claims of the StatefulSet's new replicas are
@@ -64,19 +69,30 @@ func (r *EmbeddingServerReconciler) planSeeds(scope *serverScope) (*seedWrite, t
 		Hold:   scope.rollout == nil,
 		Now:    r.now(),
 	})
-	if plan.Replicas >= 0 && plan.Replicas < *set.Spec.Replicas {
+	held := plan.Replicas >= 0 && plan.Replicas < *set.Spec.Replicas
+	if held {
 		if err := unstructured.SetNestedField(scope.children[0].Object, int64(plan.Replicas), "spec", "replicas"); err != nil {
 			return nil, 0, fmt.Errorf("holding the StatefulSet's replicas: %w", err)
 		}
 	}
-	if len(plan.Clones) == 0 && len(plan.Abandon) == 0 && len(plan.Fills) == 0 {
+	write := &seedWrite{template: template, plan: plan}
+	if set.Spec.Selector != nil {
+		write.selector = set.Spec.Selector.MatchLabels
+	}
+	if held && newHold(scope.observed.statefulSet(set.Name), plan.Replicas) {
+		write.holding = fmt.Sprintf("Replicas %d to %d start once a claim is populated, as clones of it (spec.cache.seed Clone); %d of %d meanwhile",
+			plan.Replicas, *set.Spec.Replicas-1, plan.Replicas, *set.Spec.Replicas)
+	}
+	if len(plan.Clones) == 0 && len(plan.Abandon) == 0 && len(plan.Fills) == 0 && write.holding == "" {
 		return nil, plan.Recheck, nil
 	}
-	var selector map[string]string
-	if set.Spec.Selector != nil {
-		selector = set.Spec.Selector.MatchLabels
-	}
-	return &seedWrite{template: template, selector: selector, plan: plan}, plan.Recheck, nil
+	return write, plan.Recheck, nil
+}
+
+// newHold reports whether holding at replicas changes what the live
+// StatefulSet asks for: the event says so once, not every reconcile.
+func newHold(live *appsv1.StatefulSet, replicas int32) bool {
+	return live == nil || live.Spec.Replicas == nil || *live.Spec.Replicas != replicas
 }
 
 // recordedCommit is the commit the binding recorded (its resolve Job's,
@@ -145,6 +161,9 @@ func populatedClaims(pods []corev1.Pod, binding *embedopsv1.ModelCacheBinding, t
 func (r *EmbeddingServerReconciler) carryOutSeeds(ctx context.Context, scope *serverScope, write *seedWrite) error {
 	if write == nil {
 		return nil
+	}
+	if write.holding != "" {
+		r.events.Eventf(scope.server, nil, corev1.EventTypeNormal, HoldingReplicasReason, "Seed", "%s", write.holding)
 	}
 	// Recorded first: a record without its claim is made again, a claim
 	// without its record could be cloned again after a download.

@@ -148,6 +148,11 @@ func TestCloneHoldsANewServersReplicasUntilTheFirstIsPopulated(t *testing.T) {
 	completeResolveJob(t, g, namespace)
 	sts := waitForStatefulSet(t, g, key)
 	g.Expect(sts.Spec.Replicas).To(HaveValue(Equal(int32(1))), "held until the first replica is populated")
+	g.Eventually(func(g Gomega) {
+		held := eventsAbout(t, g, namespace, key.Name, corev1.EventTypeNormal, HoldingReplicasReason)
+		g.Expect(held).To(HaveLen(1))
+		g.Expect(held[0].Message).To(Equal("Replicas 1 to 2 start once a claim is populated, as clones of it (spec.cache.seed Clone); 1 of 3 meanwhile"))
+	}).Should(Succeed())
 
 	source := populatedReplica(t, g, key, sts, 0)
 	expectClone(t, g, namespace, ordinalClaim(sts, 1), source)

@@ -126,18 +126,32 @@ func hubPod(token string) *corev1.Pod {
 	}
 }
 
-// hubCommits reads the commits the hub printed on stdout, one JSON line
-// each (test/standin/hub).
+// hubCommits reads the commits the hub printed on stdout by model id
+// (hubCommitLines).
 func hubCommits(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	commits := map[string]string{}
+	for _, c := range hubCommitLines(t, ns) {
+		commits[c.Model] = c.Commit
+	}
+	return commits
+}
+
+// hubCommit is a commit the hub printed: one JSON line each
+// (test/standin/hub).
+type hubCommit struct{ Model, Branch, Commit string }
+
+// hubCommitLines reads the commits the hub printed on stdout.
+func hubCommitLines(t *testing.T, ns string) []hubCommit {
 	t.Helper()
 	logs, err := node.Clientset.CoreV1().Pods(ns).GetLogs(hubName, &corev1.PodLogOptions{}).DoRaw(t.Context())
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	commits := map[string]string{}
+	var commits []hubCommit
 	scanner := bufio.NewScanner(bytes.NewReader(logs))
 	for scanner.Scan() {
-		var c struct{ Model, Commit string }
+		var c hubCommit
 		if json.Unmarshal(scanner.Bytes(), &c) == nil && c.Commit != "" {
-			commits[c.Model] = c.Commit
+			commits = append(commits, c)
 		}
 	}
 	return commits

@@ -3,10 +3,7 @@
 package node
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -242,15 +239,9 @@ func TestARevisionThatOutgrowsTheClaimsMovesToNewStorage(t *testing.T) {
 // (hubCommits keeps one per model).
 func hubBranchCommits(t *testing.T, ns string) map[string]string {
 	t.Helper()
-	logs, err := node.Clientset.CoreV1().Pods(ns).GetLogs(hubName, &corev1.PodLogOptions{}).DoRaw(t.Context())
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	commits := map[string]string{}
-	scanner := bufio.NewScanner(bytes.NewReader(logs))
-	for scanner.Scan() {
-		var c struct{ Branch, Commit string }
-		if json.Unmarshal(scanner.Bytes(), &c) == nil && c.Commit != "" {
-			commits[c.Branch] = c.Commit
-		}
+	for _, c := range hubCommitLines(t, ns) {
+		commits[c.Branch] = c.Commit
 	}
 	return commits
 }

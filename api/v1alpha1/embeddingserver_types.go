@@ -443,7 +443,8 @@ type CacheSpec struct {
 	// replica's populator to fill from the hub; Auto, the default, clones
 	// when a populated claim exists as the replica is added (a scale-up)
 	// and never holds a replica back. A clone not bound within two minutes
-	// is deleted (it holds nothing) and its replica downloads; Auto then
+	// of being handed to its provisioner is deleted (it holds nothing) and
+	// its replica downloads; Auto then
 	// downloads for the binding's later replicas. A copy is verified file
 	// by file before TEI starts. It does not change the storage decision,
 	// and is ignored for Shared, None and an existing claim.

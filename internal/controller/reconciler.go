@@ -116,7 +116,10 @@ type EmbeddingServerReconciler struct {
 	// upgrades holds each server's last restoreUpgrades answer
 	// (upgradeAnswer), by server UID.
 	upgrades sync.Map
-	writes   writes.Versions
+	// provisioning holds when each clone claim was first seen handed to
+	// its provisioner (provisioningSince), by claim UID.
+	provisioning sync.Map
+	writes       writes.Versions
 	// servers reads and patches servers, never from a cache behind writes.
 	servers          act.RecordingWriter
 	provenance       *provenance.Resolver

@@ -64,7 +64,7 @@ func (r *EmbeddingServerReconciler) planSeeds(scope *serverScope) (*seedWrite, t
 		Seed:   scope.server.Spec.Cache.Seed,
 		Commit: recordedCommit(binding),
 		Names:  names,
-		Claims: seedClaimsOf(scope.observed, binding, template.Name, names),
+		Claims: r.seedClaimsOf(scope.observed, binding, template.Name, names),
 		Fills:  binding.Status.ClaimFills,
 		Hold:   scope.rollout == nil,
 		Now:    r.now(),
@@ -106,9 +106,10 @@ func recordedCommit(binding *embedopsv1.ModelCacheBinding) string {
 
 // seedClaimsOf is what the seed plan knows of the binding's claims and of
 // the claims of the StatefulSet's ordinals that exist: bound, being
-// deleted, cloned from which claim, and populated when the pod of its
-// ordinal reported the binding's commit and digest.
-func seedClaimsOf(seen *observed, binding *embedopsv1.ModelCacheBinding, template string, names []string) map[string]decision.SeedClaim {
+// deleted, cloned from which claim and handed to its provisioner since
+// when (provisioningSince), and populated when the pod of its ordinal
+// reported the binding's commit and digest.
+func (r *EmbeddingServerReconciler) seedClaimsOf(seen *observed, binding *embedopsv1.ModelCacheBinding, template string, names []string) map[string]decision.SeedClaim {
 	populated := populatedClaims(seen.pods, binding, template)
 	claims := map[string]decision.SeedClaim{}
 	for _, name := range append(names, binding.Spec.Resources.PersistentVolumeClaimNames...) {
@@ -121,14 +122,39 @@ func seedClaimsOf(seen *observed, binding *embedopsv1.ModelCacheBinding, templat
 			Bound:     claim.Status.Phase == corev1.ClaimBound,
 			Deleting:  claim.DeletionTimestamp != nil,
 			Populated: populated[name],
-			Created:   claim.CreationTimestamp.Time,
 		}
 		if ref := claim.Spec.DataSourceRef; ref != nil && ref.Kind == "PersistentVolumeClaim" {
 			state.CloneOf = ref.Name
+			state.Provisioning = r.provisioningSince(claim, state.Bound)
 		}
 		claims[name] = state
 	}
 	return claims
+}
+
+// provisionerAnnotations are what kube-controller-manager's PV controller
+// writes on a claim it hands to an external provisioner (kubernetes v1.37.2
+// pkg/controller/volume/persistentvolume/pv_controller.go,
+// setClaimProvisioner): for a WaitForFirstConsumer class only once the
+// scheduler chose a node.
+var provisionerAnnotations = []string{"volume.kubernetes.io/storage-provisioner", "volume.beta.kubernetes.io/storage-provisioner"}
+
+// provisioningSince is when this process first saw the clone handed to its
+// provisioner, zero while it is not. The API keeps no such time (the
+// cache strips managed fields), so a restarted controller starts the
+// clock again: a later fallback, never an earlier one.
+func (r *EmbeddingServerReconciler) provisioningSince(claim *corev1.PersistentVolumeClaim, bound bool) time.Time {
+	if bound {
+		r.provisioning.Delete(claim.UID)
+		return time.Time{}
+	}
+	for _, key := range provisionerAnnotations {
+		if claim.Annotations[key] != "" {
+			since, _ := r.provisioning.LoadOrStore(claim.UID, r.now())
+			return since.(time.Time)
+		}
+	}
+	return time.Time{}
 }
 
 // populatedClaims are the claims whose pods, of the binding's storage,
@@ -229,6 +255,7 @@ func (r *EmbeddingServerReconciler) abandonClone(ctx context.Context, namespace,
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the unbound clone %s: %w", name, err)
 	}
+	r.provisioning.Delete(claim.UID)
 	ctrl.LoggerFrom(ctx).Info("abandoned an unbound clone", "claim", name)
 	return nil
 }

@@ -69,6 +69,14 @@ func bindClaim(t *testing.T, g *WithT, claim *corev1.PersistentVolumeClaim) {
 	}).Should(Succeed())
 }
 
+// handToProvisioner plays kube-controller-manager's PV controller handing
+// the claim to its external provisioner.
+func handToProvisioner(t *testing.T, g *WithT, claim *corev1.PersistentVolumeClaim) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"annotations":{"volume.kubernetes.io/storage-provisioner":"test-provisioner.embedops.dev"}}}`)
+	g.Expect(env.Client.Patch(t.Context(), claim, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
 // expectClone waits for the claim name, a clone of source.
 func expectClone(t *testing.T, g *WithT, namespace, name, source string) *corev1.PersistentVolumeClaim {
 	t.Helper()
@@ -85,10 +93,12 @@ func expectClone(t *testing.T, g *WithT, namespace, name, source string) *corev1
 // starts from a one-replica server whose claim is populated and scales it
 // to three on a class whose driver makes one clone and never the other
 // (a clone Pending for ever, as with a driver without cloning). Both new
-// claims are clones of the populated one, recorded on the binding; past
-// the deadline the unbound one is deleted (it holds nothing), its
-// replica downloads, and the binding and a Warning event say why. The
-// bound clone and the source are never touched.
+// claims are clones of the populated one, recorded on the binding. While
+// the unbound one waits for a node (not handed to its provisioner) it is
+// kept past the deadline; once handed over and unbound past the deadline
+// it is deleted (it holds nothing), its replica downloads, and the binding
+// and a Warning event say why. The bound clone and the source are never
+// touched.
 func TestAScaleUpClonesAPopulatedClaimAndFallsBackWhenACloneNeverBinds(t *testing.T) {
 	t.Parallel()
 	g := newG(t)
@@ -117,8 +127,20 @@ func TestAScaleUpClonesAPopulatedClaimAndFallsBackWhenACloneNeverBinds(t *testin
 	expectReplicas(t, g, key, 3)
 	bindClaim(t, g, bound)
 
-	clock.Advance(decision.SeedDeadline + time.Minute) // past the clone's creation, a moment after the test clock's start.
+	clock.Advance(2 * decision.SeedDeadline)
 	requestReconcile(t, g, key)
+	g.Consistently(func() error {
+		return env.Client.Get(t.Context(), client.ObjectKeyFromObject(pending), &corev1.PersistentVolumeClaim{})
+	}, 2*time.Second).Should(Succeed(), "a clone not handed to its provisioner (its pod waits for a node) is not late")
+
+	handToProvisioner(t, g, pending)
+	g.Eventually(func(g Gomega) {
+		// The clock starts when the controller first sees the claim handed
+		// over; each round moves it past the deadline once more.
+		clock.Advance(decision.SeedDeadline)
+		requestReconcile(t, newG(t), key)
+		g.Expect(getBinding(t, g, namespace, binding.Name).Status.ClaimFills).To(ContainElement(HaveField("Fallback", Not(BeEmpty()))))
+	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(getBinding(t, g, namespace, binding.Name).Status.ClaimFills).To(ContainElement(embedopsv1.ClaimFill{
 			Name: pending.Name, Method: embedopsv1.ClaimFilledByDownload, Source: source, Commit: commitA,

@@ -27,8 +27,11 @@ type SeedClaim struct {
 	Populated bool
 	// CloneOf is the claim its dataSourceRef names, "" for none.
 	CloneOf string
-	// Created is when it was created.
-	Created time.Time
+	// Provisioning is when the claim was first seen handed to its
+	// provisioner; zero while it is not (a WaitForFirstConsumer claim
+	// whose pod waits for a node: the cluster autoscaler may take
+	// minutes, and the clone is not late).
+	Provisioning time.Time
 }
 
 // SeedInput is what PlanSeeds decides from.
@@ -76,7 +79,8 @@ type SeedClone struct {
 // PlanSeeds decides how the claims of new replicas are filled. With
 // Download, or before the binding recorded a commit, nothing. Else each
 // missing claim of an ordinal is cloned from the first populated, bound
-// claim of the binding; a clone unbound past SeedDeadline is abandoned
+// claim of the binding; a clone unbound SeedDeadline after it was handed to
+// its provisioner is abandoned
 // (deleted, never bound: it holds nothing) and its replica downloads, and
 // Auto then downloads for every later claim of the binding. Auto never
 // delays a replica: a claim is cloned when a populated one exists as its
@@ -96,13 +100,13 @@ func PlanSeeds(in SeedInput) SeedPlan {
 		if !exists || claim.CloneOf == "" || claim.Deleting {
 			continue
 		}
-		left := SeedDeadline - in.Now.Sub(claim.Created)
-		if claim.Bound || left > 0 {
+		left := SeedDeadline - in.Now.Sub(claim.Provisioning)
+		if claim.Bound || claim.Provisioning.IsZero() || left > 0 {
 			if _, recorded := fills[name]; !recorded {
 				// A clone whose record a failed write lost.
 				plan.Fills = append(plan.Fills, embedopsv1.ClaimFill{Name: name, Method: embedopsv1.ClaimFilledByClone, Source: claim.CloneOf, Commit: in.Commit})
 			}
-			if !claim.Bound && (plan.Recheck == 0 || left < plan.Recheck) {
+			if !claim.Bound && !claim.Provisioning.IsZero() && (plan.Recheck == 0 || left < plan.Recheck) {
 				plan.Recheck = left
 			}
 			continue

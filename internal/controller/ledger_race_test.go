@@ -90,7 +90,7 @@ func TestRetirementRacesWithAServerReferencingTheBinding(t *testing.T) {
 	var added, retired, violations int
 	for round := range rounds {
 		server := liveServer(t, g, c, namespace, fmt.Sprintf("s%d", round), fixtures.WithRetainFor(0))
-		outcome := raceRound(t, g, l, c, server, round%6)
+		outcome := raceRound(t, g, l, c, server, round%12-6)
 		if outcome.added {
 			added++
 		} else {
@@ -115,10 +115,13 @@ type raceOutcome struct {
 
 // raceRound gives a live server's decision an idle binding past its
 // retireAfter, with a claim, then runs the ledger's retirement and the
-// server's Bind at once. Bind first reads the binding reads times, as a
-// reconcile reads before it writes, so either side may win. A binding the
+// server's Bind at once. Bind first reads the binding lead times, as a
+// reconcile reads before it writes; a negative lead has the retirement
+// read -lead times first instead, so that either side wins some rounds
+// however loaded the machine is (with only the server reading first, a
+// loaded machine had the retirement win all 200 rounds). A binding the
 // server references afterwards must be Active with its claim.
-func raceRound(t *testing.T, g *WithT, l *ledger.Ledger, c client.Client, server *embedopsv1.EmbeddingServer, reads int) raceOutcome {
+func raceRound(t *testing.T, g *WithT, l *ledger.Ledger, c client.Client, server *embedopsv1.EmbeddingServer, lead int) raceOutcome {
 	t.Helper()
 	d, err := decision.For(server)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -134,15 +137,19 @@ func raceRound(t *testing.T, g *WithT, l *ledger.Ledger, c client.Client, server
 	var bindErr error
 	var wg sync.WaitGroup
 	start := make(chan struct{})
+	readFirst := func(n int) {
+		for range n {
+			_ = c.Get(t.Context(), key, &embedopsv1.ModelCacheBinding{})
+		}
+	}
 	wg.Go(func() {
 		<-start
+		readFirst(-lead)
 		_, _ = l.Advance(t.Context(), forRetirement)
 	})
 	wg.Go(func() {
 		<-start
-		for range reads {
-			_ = c.Get(t.Context(), key, &embedopsv1.ModelCacheBinding{})
-		}
+		readFirst(lead)
 		bound, bindErr = l.Bind(t.Context(), server, d, unknownSource)
 	})
 	close(start)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +49,9 @@ type seedWrite struct {
 // is when a clone still unbound reaches its deadline.
 func (r *EmbeddingServerReconciler) planSeeds(scope *serverScope) (*seedWrite, time.Duration, error) {
 	cache, binding := scope.cache, scope.binding
-	if cache == nil || binding == nil || cache.Mode != embedopsv1.CacheModePerReplica || cache.Existing || cache.PopulatorImage == "" {
+	if cache == nil || binding == nil || cache.Mode != embedopsv1.CacheModePerReplica || cache.Existing || cache.PopulatorImage == "" ||
+		scope.server.Spec.Cache.Seed == embedopsv1.CacheSeedDownload || recordedCommit(binding) == "" {
+		// Nothing to plan: spare the conversion of the built StatefulSet.
 		return nil, 0, nil
 	}
 	set := &appsv1.StatefulSet{}
@@ -112,7 +115,7 @@ func recordedCommit(binding *embedopsv1.ModelCacheBinding) string {
 func (r *EmbeddingServerReconciler) seedClaimsOf(seen *observed, binding *embedopsv1.ModelCacheBinding, template string, names []string) map[string]decision.SeedClaim {
 	populated := populatedClaims(seen.pods, binding, template)
 	claims := map[string]decision.SeedClaim{}
-	for _, name := range append(names, binding.Spec.Resources.PersistentVolumeClaimNames...) {
+	for _, name := range slices.Concat(names, binding.Spec.Resources.PersistentVolumeClaimNames) {
 		claim, ok := seen.claims[name]
 		if !ok {
 			continue

@@ -436,31 +436,48 @@ type CacheSpec struct {
 	// Seed is how a PerReplica server fills the claim of a replica that
 	// has none yet (a scale-up, or replicas 2..n of a new server) once
 	// another replica's claim of the same binding holds the model at the
-	// binding's commit: Clone makes the new claim a CSI volume clone of
+	// binding's commit. Clone makes the new claim a CSI volume clone of
 	// that claim (its dataSourceRef names it; the StorageClass's driver
-	// must support cloning) and holds replicas 2..n of a new server until
-	// the first is populated; Download leaves the claim empty for the
-	// replica's populator to fill from the hub; Auto, the default, clones
-	// when a populated claim exists as the replica is added (a scale-up)
-	// and never holds a replica back. A clone not bound within two minutes
-	// of being handed to its provisioner is deleted (it holds nothing) and
-	// its replica downloads; Auto then
-	// downloads for the binding's later replicas. A copy is verified file
-	// by file before TEI starts. It does not change the storage decision,
-	// and is ignored for Shared, None and an existing claim.
-	// +kubebuilder:validation:Enum=Auto;Clone;Download
+	// must support cloning). Snapshot takes one VolumeSnapshot of that
+	// claim per binding and commit, owned and deleted with the binding,
+	// and restores each new claim from it (the cluster needs a
+	// VolumeSnapshotClass of the StorageClass's driver). Both hold
+	// replicas 2..n of a new server until the first is populated.
+	// Download leaves the claim empty for the replica's populator to fill
+	// from the hub. Auto, the default, snapshots when a
+	// VolumeSnapshotClass names the StorageClass's driver, else clones,
+	// and never holds a replica back. A copy not bound within two minutes
+	// of being handed to its provisioner is deleted (it holds nothing)
+	// and its replica downloads; Auto then downloads for the binding's
+	// later replicas. A copy is verified file by file before TEI starts.
+	// It does not change the storage decision, and is ignored for Shared,
+	// None and an existing claim.
+	// +kubebuilder:validation:Enum=Auto;Clone;Snapshot;Download
 	// +optional
 	Seed CacheSeed `json:"seed,omitempty"`
+
+	// VolumeSnapshotClassName is the VolumeSnapshotClass of the binding's
+	// snapshots (seed Auto or Snapshot). Empty means the class of the
+	// StorageClass's driver annotated
+	// snapshot.storage.kubernetes.io/is-default-class, else the only one
+	// of that driver. A class of another driver is refused with a
+	// condition and an event, and replicas download.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	VolumeSnapshotClassName string `json:"volumeSnapshotClassName,omitempty"`
 }
 
 // CacheSeed is how a PerReplica server fills a new replica's claim.
 type CacheSeed string
 
 const (
-	// CacheSeedAuto clones where the class allows it, else downloads.
+	// CacheSeedAuto snapshots where a VolumeSnapshotClass names the
+	// class's driver, else clones; a copy that fails downloads.
 	CacheSeedAuto CacheSeed = "Auto"
 	// CacheSeedClone copies a populated claim by CSI volume cloning.
 	CacheSeedClone CacheSeed = "Clone"
+	// CacheSeedSnapshot restores a VolumeSnapshot of a populated claim.
+	CacheSeedSnapshot CacheSeed = "Snapshot"
 	// CacheSeedDownload fills every claim from the hub.
 	CacheSeedDownload CacheSeed = "Download"
 )
@@ -651,7 +668,7 @@ type ResourceRef struct {
 // EmbeddingServer runs a HuggingFace Text Embeddings Inference server.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=5"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=6"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=es,categories=embedops

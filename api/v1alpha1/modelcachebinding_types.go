@@ -323,6 +323,16 @@ type CacheResources struct {
 	// +listType=set
 	// +optional
 	PersistentVolumeClaimNames []string `json:"persistentVolumeClaimNames,omitempty"`
+
+	// VolumeSnapshotNames are the VolumeSnapshots the binding took of its
+	// claims to seed new replicas (spec.cache.seed), in its namespace,
+	// recorded before each is created and deleted when the binding
+	// releases its claims. Names may be added, never removed.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	VolumeSnapshotNames []string `json:"volumeSnapshotNames,omitempty"`
 }
 
 // ModelCacheBindingStatus is the lifecycle state of a binding.
@@ -396,9 +406,10 @@ type ClaimFill struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Method is Clone, or Download once a copy was abandoned.
+	// Method is Clone or Snapshot, or Download once a copy was abandoned.
 	Method ClaimFillMethod `json:"method"`
-	// Source is the claim it was cloned from.
+	// Source is the claim it was cloned from, or the VolumeSnapshot it
+	// was restored from.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Source string `json:"source,omitempty"`
@@ -413,12 +424,14 @@ type ClaimFill struct {
 }
 
 // ClaimFillMethod is how a claim was filled.
-// +kubebuilder:validation:Enum=Clone;Download
+// +kubebuilder:validation:Enum=Clone;Snapshot;Download
 type ClaimFillMethod string
 
 const (
 	// ClaimFilledByClone is a CSI volume clone of another claim.
 	ClaimFilledByClone ClaimFillMethod = "Clone"
+	// ClaimFilledBySnapshot is a restore of the binding's VolumeSnapshot.
+	ClaimFilledBySnapshot ClaimFillMethod = "Snapshot"
 	// ClaimFilledByDownload was filled from the hub by its populator.
 	ClaimFilledByDownload ClaimFillMethod = "Download"
 )
@@ -526,7 +539,7 @@ const (
 // ModelCacheBinding records one cache storage decision and its lifetime.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:metadata:annotations="embedops.dev/schema-version=5"
+// +kubebuilder:metadata:annotations="embedops.dev/schema-version=6"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcb,categories=embedops
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.decision.mode`

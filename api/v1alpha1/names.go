@@ -53,8 +53,10 @@ const (
 	// spec.rollout, 3 status.realized.freeBytes and reclaimableBytes, 4
 	// lets those two follow the replicas' latest results (a CRD of 3
 	// refuses the controller's updates of them), 5 spec.cache.seed and
-	// the binding's status.claimFills.
-	SchemaVersion = 5
+	// the binding's status.claimFills, 6 seed Snapshot,
+	// spec.cache.volumeSnapshotClassName and the binding's
+	// spec.resources.volumeSnapshotNames.
+	SchemaVersion = 6
 	// UnversionedSchema is the schema version of CRDs installed before the
 	// annotation existed (release 7c1c4b3 and earlier), whose schema is
 	// version 1's.

@@ -158,6 +158,11 @@ const (
 	RetiringReason = "Retiring"
 	// ClaimDeletedReason: a retiring binding deleted one of its claims.
 	ClaimDeletedReason = "ClaimDeleted"
+	// SnapshotDeletedReason: a binding deleted one of its VolumeSnapshots.
+	SnapshotDeletedReason = "SnapshotDeleted"
+	// SnapshotNotOwnedReason: a VolumeSnapshot named by a binding is not
+	// controlled by it, and is left alone.
+	SnapshotNotOwnedReason = "SnapshotNotOwned"
 	// ClaimNotOwnedReason: a claim named by a binding is not the binding's
 	// (no owner reference, no binding label) and is left alone.
 	ClaimNotOwnedReason = "ClaimNotOwned"

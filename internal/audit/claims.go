@@ -10,17 +10,19 @@ import (
 type ClaimProvenance struct {
 	// Claim is the claim's name.
 	Claim string `json:"claim"`
-	// FilledBy is Download (its populator, from the hub) or Clone.
+	// FilledBy is Download (its populator, from the hub), Clone or
+	// Snapshot.
 	FilledBy embedopsv1.ClaimFillMethod `json:"filledBy"`
-	// Source is the claim a Clone copied.
+	// Source is the claim a Clone copied, or the VolumeSnapshot a Snapshot
+	// restored.
 	Source string `json:"source,omitempty"`
 	// Commit is the model commit the source held when it was copied.
 	Commit string `json:"commit,omitempty"`
 	// Fallback says why a copy was abandoned for a download.
 	Fallback string `json:"fallback,omitempty"`
-	// MatchesRealized: a Clone copied the commit the binding realized, so
+	// MatchesRealized: a copy holds the commit the binding realized, so
 	// its replica's populator checked it against that commit's manifest.
-	// False for a clone of another commit, which the audit does not count
+	// False for a copy of another commit, which the audit does not count
 	// as the binding's cache.
 	MatchesRealized bool `json:"matchesRealized"`
 }

@@ -103,7 +103,7 @@ func (r *EmbeddingServerReconciler) planChildren(ctx context.Context, scope *ser
 		return ctrl.Result{RequeueAfter: jitter(r.progressInterval)}, nil
 	}
 	scope.rollout = planStorageRollout(scope, scope.children[0])
-	seeds, recheck, err := r.planSeeds(scope)
+	seeds, recheck, err := r.planSeeds(ctx, scope)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -31,10 +31,11 @@ func ordinalClaim(sts *appsv1.StatefulSet, ordinal int) string {
 }
 
 // populatedReplica plays the StatefulSet controller, the provisioner and
-// the kubelet for one ordinal: its claim exists, bound, and its pod's
+// the kubelet for ordinal 0: its claim exists, bound, and its pod's
 // populate init container reported commitA and digestA from it.
-func populatedReplica(t *testing.T, g *WithT, key types.NamespacedName, sts *appsv1.StatefulSet, ordinal int) string {
+func populatedReplica(t *testing.T, g *WithT, key types.NamespacedName, sts *appsv1.StatefulSet) string {
 	t.Helper()
+	const ordinal = 0
 	template := sts.Spec.VolumeClaimTemplates[0]
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: ordinalClaim(sts, ordinal), Labels: template.Labels},
@@ -108,7 +109,7 @@ func TestAScaleUpClonesAPopulatedClaimAndFallsBackWhenACloneNeverBinds(t *testin
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 	completeResolveJob(t, g, namespace)
 	sts := waitForStatefulSet(t, g, key)
-	source := populatedReplica(t, g, key, sts, 0)
+	source := populatedReplica(t, g, key, sts)
 	binding := waitForBinding(t, g, key, "")
 	g.Eventually(func(g Gomega) {
 		g.Expect(getBinding(t, g, namespace, binding.Name).Status.Realized).To(HaveField("ContentDigest", digestA))
@@ -173,10 +174,10 @@ func TestCloneHoldsANewServersReplicasUntilTheFirstIsPopulated(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		held := eventsAbout(t, g, namespace, key.Name, corev1.EventTypeNormal, HoldingReplicasReason)
 		g.Expect(held).To(HaveLen(1))
-		g.Expect(held[0].Message).To(Equal("Replicas 1 to 2 start once a claim is populated, as clones of it (spec.cache.seed Clone); 1 of 3 meanwhile"))
+		g.Expect(held[0].Message).To(Equal("Replicas 1 to 2 start once a claim is populated, as copies of it (spec.cache.seed Clone); 1 of 3 meanwhile"))
 	}).Should(Succeed())
 
-	source := populatedReplica(t, g, key, sts, 0)
+	source := populatedReplica(t, g, key, sts)
 	expectClone(t, g, namespace, ordinalClaim(sts, 1), source)
 	expectClone(t, g, namespace, ordinalClaim(sts, 2), source)
 	expectReplicas(t, g, key, 3)
@@ -201,7 +202,7 @@ func TestDownloadNeverClones(t *testing.T) {
 	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", withSeed(embedopsv1.CacheSeedDownload)))
 	completeResolveJob(t, g, namespace)
 	sts := waitForStatefulSet(t, g, key)
-	populatedReplica(t, g, key, sts, 0)
+	populatedReplica(t, g, key, sts)
 	updateServer(t, g, key, fixtures.WithReplicas(2))
 	expectReplicas(t, g, key, 2)
 	g.Consistently(isNotFound(t, &corev1.PersistentVolumeClaim{}, types.NamespacedName{Namespace: namespace, Name: ordinalClaim(sts, 1)}), 2*time.Second).Should(BeTrue())

@@ -35,12 +35,19 @@ func TestMain(m *testing.M) {
 	}
 	ctrl.SetLogger(logger)
 	// Flux's and Argo CD's CRDs are installed so bindings can record their
-	// sources; test/e2e and test/dev run without them.
+	// sources; test/e2e and test/dev run without them. The snapshot CRDs
+	// let servers seed replicas from VolumeSnapshots.
 	crds, err := harness.ThirdPartyCRDPaths()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	snapshots, err := harness.SnapshotCRDPath()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	crds = append(crds, snapshots)
 	os.Exit(harness.RunWithEnv(m, &env, harness.EnvOptions{ExtraCRDPaths: crds}))
 }
 

@@ -215,6 +215,32 @@ func TestCacheReadiness(t *testing.T) {
 	}
 }
 
+// TestCacheReadinessSaysHowPendingClaimsAreFilled: the message names the
+// copies not bound yet and the claims that download because a copy
+// failed, at most three, and nothing once they are bound.
+func TestCacheReadinessSaysHowPendingClaimsAreFilled(t *testing.T) {
+	g := NewWithT(t)
+	bound := &corev1.PersistentVolumeClaim{Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	binding := testBinding(func(b *embedopsv1.ModelCacheBinding) {
+		b.Spec.Resources.PersistentVolumeClaimNames = []string{"c-0", "c-1", "c-2", "c-3", "c-4", "c-5"}
+		b.Status.ClaimFills = []embedopsv1.ClaimFill{
+			{Name: "c-1", Method: embedopsv1.ClaimFilledByClone, Source: "c-0"},
+			{Name: "c-2", Method: embedopsv1.ClaimFilledBySnapshot, Source: "snap"},
+			{Name: "c-3", Method: embedopsv1.ClaimFilledByDownload, Fallback: "no VolumeSnapshotClass names driver d"},
+			{Name: "c-4", Method: embedopsv1.ClaimFilledBySnapshot, Source: "snap"},
+			{Name: "c-5", Method: embedopsv1.ClaimFilledBySnapshot, Source: "snap"},
+		}
+	})
+	ready := decision.CacheReadiness(binding, map[string]*corev1.PersistentVolumeClaim{"c-0": bound, "c-5": bound})
+	g.Expect(ready.Message).To(HaveSuffix("2/6 claims bound; claim c-1 is a clone of claim c-0; claim c-2 restores VolumeSnapshot snap; " +
+		"claim c-3 downloads from the hub: no VolumeSnapshotClass names driver d; 1 more"))
+	all := map[string]*corev1.PersistentVolumeClaim{}
+	for _, name := range binding.Spec.Resources.PersistentVolumeClaimNames {
+		all[name] = bound
+	}
+	g.Expect(decision.CacheReadiness(binding, all).Message).To(HaveSuffix("6/6 claims bound"))
+}
+
 // reasonOf is a drift's reason, "" for none.
 func reasonOf(d *decision.Drift) string {
 	if d == nil {

@@ -30,7 +30,7 @@ func CacheReadiness(binding *embedopsv1.ModelCacheBinding, claims map[string]*co
 		return Readiness{metav1.ConditionTrue, embedopsv1.BoundReason, fmt.Sprintf("binding %s records existing claim %s, which it does not own", binding.Name, existing)}
 	}
 	bound, total := boundClaims(binding, claims)
-	message := fmt.Sprintf("binding %s: %d/%d claims bound", binding.Name, bound, total) + growingNote(binding, claims)
+	message := fmt.Sprintf("binding %s: %d/%d claims bound", binding.Name, bound, total) + growingNote(binding, claims) + seedNote(binding, claims)
 	if bound < total {
 		return Readiness{metav1.ConditionFalse, embedopsv1.PendingReason, message}
 	}
@@ -67,6 +67,36 @@ func growingNote(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev
 		return fmt.Sprintf("; %d expanding in place to %s", growing, binding.Spec.Decision.Size.String())
 	}
 	return ""
+}
+
+// seedNotesShown bounds the claims seedNote names.
+const seedNotesShown = 3
+
+// seedNote is "; " and, for each recorded fill of a claim not bound yet,
+// what it is made from or why it downloads instead (at most
+// seedNotesShown, then how many more), else empty.
+func seedNote(binding *embedopsv1.ModelCacheBinding, claims map[string]*corev1.PersistentVolumeClaim) string {
+	var notes []string
+	for _, fill := range binding.Status.ClaimFills {
+		if claim, ok := claims[fill.Name]; ok && claim.Status.Phase == corev1.ClaimBound {
+			continue
+		}
+		switch {
+		case fill.Fallback != "":
+			notes = append(notes, fmt.Sprintf("claim %s downloads from the hub: %s", fill.Name, fill.Fallback))
+		case fill.Method == embedopsv1.ClaimFilledBySnapshot:
+			notes = append(notes, fmt.Sprintf("claim %s restores VolumeSnapshot %s", fill.Name, fill.Source))
+		case fill.Method == embedopsv1.ClaimFilledByClone:
+			notes = append(notes, fmt.Sprintf("claim %s is a clone of claim %s", fill.Name, fill.Source))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	if more := len(notes) - seedNotesShown; more > 0 {
+		notes = append(notes[:seedNotesShown], fmt.Sprintf("%d more", more))
+	}
+	return "; " + strings.Join(notes, "; ")
 }
 
 // ClaimsGrowing counts the binding's Bound claims, its own, whose request

@@ -1,18 +1,18 @@
 package decision
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
 	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 )
 
-// SeedDeadline is how long a cloned claim may stay unbound before its
-// replica downloads instead: external-provisioner refuses a clone the
-// driver cannot make at once (ProvisioningFailed), and a clone that binds
-// takes the time of a volume copy, so two minutes only ever end a clone
-// that is not coming.
+// SeedDeadline is how long a copied claim (a clone or a restore) may stay
+// unbound after it was handed to its provisioner before its replica
+// downloads instead: external-provisioner refuses a copy the driver cannot
+// make at once (ProvisioningFailed) and retries one whose snapshot is not
+// ready, and a copy that binds takes the time of a volume copy, so two
+// minutes only ever end a copy that is not coming.
 const SeedDeadline = 2 * time.Minute
 
 // SeedClaim is what a seed plan knows of one claim of the binding.
@@ -25,19 +25,46 @@ type SeedClaim struct {
 	// Populated: the pod of its ordinal reported the binding's commit and
 	// content digest from it.
 	Populated bool
-	// CloneOf is the claim its dataSourceRef names, "" for none.
-	CloneOf string
+	// CopyOf is the claim (Clone) or VolumeSnapshot (Snapshot) its
+	// dataSourceRef names, "" for none.
+	CopyOf string
+	// CopyMethod is Clone or Snapshot when CopyOf is set.
+	CopyMethod embedopsv1.ClaimFillMethod
 	// Provisioning is when the claim was first seen handed to its
 	// provisioner; zero while it is not (a WaitForFirstConsumer claim
 	// whose pod waits for a node: the cluster autoscaler may take
-	// minutes, and the clone is not late).
+	// minutes, and the copy is not late).
 	Provisioning time.Time
+}
+
+// SeedCopy is how the binding's new claims can be copied, resolved from
+// spec.cache.seed and the cluster's storage: Clone or Snapshot, or why no
+// copy can be made (Refused).
+type SeedCopy struct {
+	// Method is Clone (also when empty) or Snapshot.
+	Method embedopsv1.ClaimFillMethod
+	// Refused says why no copy can be made: the replicas download.
+	Refused string
+}
+
+// SeedSnapshot is the binding's VolumeSnapshot at its commit.
+type SeedSnapshot struct {
+	// Name it has, or is to be taken under.
+	Name string
+	// Exists, Ready (readyToUse) and Deleting (a deletion timestamp).
+	Exists, Ready, Deleting bool
+	// Error is the snapshot-controller's status.error message.
+	Error string
 }
 
 // SeedInput is what PlanSeeds decides from.
 type SeedInput struct {
 	// Seed is the server's spec.cache.seed; "" is Auto.
 	Seed embedopsv1.CacheSeed
+	// Copy is how a copy is made (Snapshot: of Snapshot).
+	Copy SeedCopy
+	// Snapshot is the binding's snapshot at Commit, for Copy Snapshot.
+	Snapshot SeedSnapshot
 	// Commit is the binding's recorded commit, "" until one is recorded.
 	Commit string
 	// Names are the claims of ordinals 0..replicas-1 of the StatefulSet.
@@ -55,70 +82,79 @@ type SeedInput struct {
 
 // SeedPlan is what the act step does for the claims of new replicas.
 type SeedPlan struct {
-	// Clones are claims to create as clones, each with its source.
+	// Snapshot is the VolumeSnapshot to take first, nil for none.
+	Snapshot *SeedClone
+	// Clones are claims to create as copies, each with its source.
 	Clones []SeedClone
-	// Abandon are clones to delete, never bound, whose replicas download.
+	// Abandon are copies to delete, never bound, whose replicas download.
 	Abandon []SeedClone
 	// Fills are the records the binding gains.
 	Fills []embedopsv1.ClaimFill
 	// Replicas is what the StatefulSet is held at until the first replica
 	// is populated, -1 for no hold.
 	Replicas int32
-	// Recheck is when the earliest clone still unbound reaches its
+	// Recheck is when the earliest copy still unbound reaches its
 	// deadline, 0 for none.
 	Recheck time.Duration
 }
 
-// SeedClone is a claim cloned from another.
+// SeedClone is a claim (or the snapshot) made from a source.
 type SeedClone struct {
 	Name, Source string
-	// Why a clone is abandoned.
+	// Method is Clone (the source is a claim) or Snapshot (the source is
+	// the binding's VolumeSnapshot; for the snapshot itself, the claim it
+	// is taken of).
+	Method embedopsv1.ClaimFillMethod
+	// Why a copy is abandoned.
 	Why string
 }
 
 // PlanSeeds decides how the claims of new replicas are filled. With
 // Download, or before the binding recorded a commit, nothing. Else each
-// missing claim of an ordinal is cloned from the first populated, bound
-// claim of the binding; a clone unbound SeedDeadline after it was handed to
-// its provisioner is abandoned
-// (deleted, never bound: it holds nothing) and its replica downloads, and
-// Auto then downloads for every later claim of the binding. Auto never
-// delays a replica: a claim is cloned when a populated one exists as its
-// ordinal is added (a scale-up), else downloaded. With Clone, while no
-// claim is populated, the StatefulSet is held at the ordinals whose claims
-// exist (at least one), so replicas 2..n of a new server start from the
-// first one's copy; it never holds below an ordinal whose claim exists, so
-// no running pod is taken.
+// missing claim of an ordinal is copied (SeedCopy: a clone of the first
+// populated, bound claim of the binding, or a restore of the binding's
+// snapshot, taken of that claim once); a copy unbound SeedDeadline after
+// it was handed to its provisioner is abandoned (deleted, never bound: it
+// holds nothing) and its replica downloads, and Auto then downloads for
+// every later claim of the binding. A copy that cannot be made (Refused,
+// the snapshot or the only populated claim being deleted) is recorded as
+// a download with its reason. Auto never delays a replica: a claim is
+// copied when a source exists as its ordinal is added (a scale-up), else
+// downloaded. With Clone or Snapshot, while there is no source, the
+// StatefulSet is held at the ordinals whose claims exist (at least one),
+// so replicas 2..n of a new server start from the first one's copy; it
+// never holds below an ordinal whose claim exists, so no running pod is
+// taken. Snapshot also takes the binding's snapshot as soon as a claim is
+// populated (SnapshotAhead), so a scale-up finds it ready.
 func PlanSeeds(in SeedInput) SeedPlan {
+	plan := planClaims(in)
+	if plan.Snapshot == nil && SnapshotAhead(in.Seed) && in.Commit != "" {
+		plan.Snapshot = snapshotToTake(in)
+	}
+	return plan
+}
+
+// SnapshotAhead reports whether a server of seed has its binding's
+// snapshot taken before any scale-up needs it: only when it asked for
+// snapshots (Auto takes one at the first scale-up, so a server that never
+// scales costs no snapshot).
+func SnapshotAhead(seed embedopsv1.CacheSeed) bool {
+	return seed == embedopsv1.CacheSeedSnapshot
+}
+
+// planClaims plans the claims of PlanSeeds.
+func planClaims(in SeedInput) SeedPlan {
 	plan := SeedPlan{Replicas: -1}
 	if in.Seed == embedopsv1.CacheSeedDownload || in.Commit == "" || len(in.Names) < 2 {
 		return plan
 	}
 	fills := fillsByName(in.Fills)
-	for _, name := range in.Names {
-		claim, exists := in.Claims[name]
-		if !exists || claim.CloneOf == "" || claim.Deleting {
-			continue
-		}
-		left := SeedDeadline - in.Now.Sub(claim.Provisioning)
-		if claim.Bound || claim.Provisioning.IsZero() || left > 0 {
-			if _, recorded := fills[name]; !recorded {
-				// A clone whose record a failed write lost.
-				plan.Fills = append(plan.Fills, embedopsv1.ClaimFill{Name: name, Method: embedopsv1.ClaimFilledByClone, Source: claim.CloneOf, Commit: in.Commit})
-			}
-			if !claim.Bound && !claim.Provisioning.IsZero() && (plan.Recheck == 0 || left < plan.Recheck) {
-				plan.Recheck = left
-			}
-			continue
-		}
-		why := fmt.Sprintf("the clone of claim %s was not bound within %s", claim.CloneOf, SeedDeadline)
-		plan.Abandon = append(plan.Abandon, SeedClone{Name: name, Source: claim.CloneOf, Why: why})
-		plan.Fills = append(plan.Fills, embedopsv1.ClaimFill{Name: name, Method: embedopsv1.ClaimFilledByDownload, Source: claim.CloneOf, Commit: in.Commit, Fallback: why})
-	}
-	if in.Seed != embedopsv1.CacheSeedClone && (cloneAbandoned(in.Fills) || len(plan.Abandon) > 0) {
+	planCopiesMade(in, fills, &plan)
+	explicit := in.Seed == embedopsv1.CacheSeedClone || in.Seed == embedopsv1.CacheSeedSnapshot
+	if !explicit && (copyAbandoned(in.Fills) || len(plan.Abandon) > 0) {
 		return plan
 	}
-	source := populatedSource(in)
+	source, why := copySource(in, &plan)
 	for i, name := range in.Names {
 		if _, exists := in.Claims[name]; exists {
 			continue
@@ -126,56 +162,21 @@ func PlanSeeds(in SeedInput) SeedPlan {
 		if fill, recorded := fills[name]; recorded && fill.Method == embedopsv1.ClaimFilledByDownload {
 			continue
 		}
+		if why != "" {
+			plan.Fills = append(plan.Fills, embedopsv1.ClaimFill{Name: name, Method: embedopsv1.ClaimFilledByDownload, Commit: in.Commit, Fallback: why})
+			continue
+		}
 		if source == "" {
-			if in.Hold && in.Seed == embedopsv1.CacheSeedClone {
+			if in.Hold && explicit {
 				plan.Replicas = max(int32(i), claimsUpTo(in), 1) //nolint:gosec // i < len(Names), at most the server's replicas.
 			}
 			break
 		}
-		plan.Clones = append(plan.Clones, SeedClone{Name: name, Source: source})
-		plan.Fills = append(plan.Fills, embedopsv1.ClaimFill{Name: name, Method: embedopsv1.ClaimFilledByClone, Source: source, Commit: in.Commit})
+		method := copyMethod(in.Copy)
+		plan.Clones = append(plan.Clones, SeedClone{Name: name, Source: source, Method: method})
+		plan.Fills = append(plan.Fills, embedopsv1.ClaimFill{Name: name, Method: method, Source: source, Commit: in.Commit})
 	}
 	return plan
-}
-
-// claimsUpTo is one past the highest ordinal whose claim exists: a hold
-// below it could stop a running pod.
-func claimsUpTo(in SeedInput) int32 {
-	for i := len(in.Names) - 1; i >= 0; i-- {
-		if _, exists := in.Claims[in.Names[i]]; exists {
-			return int32(i + 1) //nolint:gosec // at most the server's replicas.
-		}
-	}
-	return 0
-}
-
-// populatedSource is the first claim, by name, that is bound, not being
-// deleted, and populated at the binding's commit; "" for none.
-func populatedSource(in SeedInput) string {
-	var names []string
-	for name, claim := range in.Claims {
-		if claim.Bound && !claim.Deleting && claim.Populated {
-			names = append(names, name)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	slices.Sort(names)
-	return names[0]
-}
-
-// cloneAbandoned reports whether a clone of the binding was abandoned.
-func cloneAbandoned(fills []embedopsv1.ClaimFill) bool {
-	return slices.ContainsFunc(fills, func(f embedopsv1.ClaimFill) bool { return f.Fallback != "" })
-}
-
-func fillsByName(fills []embedopsv1.ClaimFill) map[string]embedopsv1.ClaimFill {
-	byName := make(map[string]embedopsv1.ClaimFill, len(fills))
-	for _, fill := range fills {
-		byName[fill.Name] = fill
-	}
-	return byName
 }
 
 // MergeFills adds new records to the binding's, by name: a later record of
@@ -195,4 +196,12 @@ func MergeFills(recorded, found []embedopsv1.ClaimFill) ([]embedopsv1.ClaimFill,
 		}
 	}
 	return merged, changed
+}
+
+// SnapshotName is the name of a binding's VolumeSnapshot at commit: one
+// per binding and commit, at most 253 characters.
+func SnapshotName(binding, commit string) string {
+	const commitChars = 12
+	short := commit[:min(len(commit), commitChars)]
+	return binding[:min(len(binding), 253-1-len(short))] + "-" + short
 }

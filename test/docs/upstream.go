@@ -13,7 +13,8 @@ import (
 // that names the program.
 var upstreamProgram = regexp.MustCompile(`(?i)\b(kubernetes|k8s|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl|` +
 	`flux|fluxcd|source-controller|kustomize-controller|helm-controller|kustomize|argo cd|gitops-engine|cli-utils|kstatus|` +
-	`helm|tei|huggingface_hub|hf-hub|controller-runtime|statfs|coredns|containerd|runc|prometheus)\b`)
+	`helm|tei|huggingface_hub|hf-hub|controller-runtime|statfs|coredns|containerd|runc|prometheus|` +
+	`external-provisioner|external-snapshotter|snapshot-controller|csi-driver-host-path)\b`)
 
 // upstream tells whether a sentence names an upstream program.
 func upstream(sentence string) bool {

@@ -48,10 +48,10 @@ func TestNewPodServesFromCacheWithoutTheHub(t *testing.T) {
 // readyServerWithOnePod starts a hub of smallModel in ns and a server
 // named name on it, waits until the server is Ready, and returns the hub,
 // the server as applied, and its one pod.
-func readyServerWithOnePod(t *testing.T, ns, name string) (*hub, *embedopsv1.EmbeddingServer, []corev1.Pod) {
+func readyServerWithOnePod(t *testing.T, ns, name string, modify ...func(*embedopsv1.EmbeddingServer)) (*hub, *embedopsv1.EmbeddingServer, []corev1.Pod) {
 	t.Helper()
 	h := startHub(t, ns, "", hubModel{ID: smallModel})
-	server := newServer(name, h)
+	server := newServer(name, h, modify...)
 	began := time.Now()
 	applyObject(t, ns, serverObject(t, server))
 	got := waitServerReady(t, client.ObjectKeyFromObject(server))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/ssa"
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +59,11 @@ func (w *Writer) CreateJob(ctx context.Context, job *batchv1.Job) error {
 // CreateClaim creates a claim a StatefulSet will adopt by its name.
 func (w *Writer) CreateClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	return w.client.Create(ctx, claim, client.FieldOwner(embedopsv1.FieldManager))
+}
+
+// CreateSnapshot creates a VolumeSnapshot of a claim.
+func (w *Writer) CreateSnapshot(ctx context.Context, snapshot *snapshotv1.VolumeSnapshot) error {
+	return w.client.Create(ctx, snapshot, client.FieldOwner(embedopsv1.FieldManager))
 }
 
 // DeleteClaimAsRead deletes a claim only while it has the UID and

@@ -195,8 +195,9 @@ func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBind
 
 // releasePass waits for a StatefulSet that can still create one of the
 // binding's claims (a server deleted during its first reconcile may leave
-// one for a moment), and otherwise deletes the claims (releaseClaims). It
-// returns how many claims remain and what the deletion waits for.
+// one for a moment), and otherwise deletes the claims (releaseClaims) and
+// the snapshots (releaseSnapshots). It returns how many of them remain and
+// what the deletion waits for.
 func (l *Ledger) releasePass(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (int, []string, error) {
 	maker, err := l.statefulSetMakingClaims(ctx, binding)
 	if err != nil {
@@ -205,7 +206,12 @@ func (l *Ledger) releasePass(ctx context.Context, binding *embedopsv1.ModelCache
 	if maker != "" {
 		return 0, []string{fmt.Sprintf("the claims are deleted once StatefulSet %s, which can create them, is gone", maker)}, nil
 	}
-	return l.releaseClaims(ctx, binding)
+	remaining, waits, err := l.releaseClaims(ctx, binding)
+	if err != nil {
+		return 0, nil, err
+	}
+	snapshots, err := l.releaseSnapshots(ctx, binding)
+	return remaining + snapshots, waits, err
 }
 
 // reportWaits adds what the deletion of a Retiring binding's claims waits
@@ -224,9 +230,13 @@ func (l *Ledger) reportWaits(ctx context.Context, binding *embedopsv1.ModelCache
 	return l.updateStatus(ctx, binding)
 }
 
-// keepRecord drops the finalizer of a Released binding and prunes its
-// server's history.
+// keepRecord deletes the snapshots of a Released binding (one superseded
+// hands its claims over, not its snapshots), drops its finalizer and
+// prunes its server's history.
 func (l *Ledger) keepRecord(ctx context.Context, binding *embedopsv1.ModelCacheBinding) error {
+	if _, err := l.releaseSnapshots(ctx, binding); err != nil {
+		return err
+	}
 	if err := l.removeFinalizer(ctx, binding); err != nil {
 		return err
 	}

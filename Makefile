@@ -126,6 +126,17 @@ dashboard-png: $(addprefix $(BIN)/,$(KUBE_TOOLS) etcd $(KWOK_TOOLS)) manifests #
 bench: tools manifests ## Measure scale and cost on the local cluster and print a table (BENCH_FLAGS="--servers 50 -o json").
 	go run ./test/bench/cmd/bench $(BENCH_FLAGS)
 
+# The real node's seed benchmark (test/node, BenchmarkScaleUpFillsNewReplicas):
+# on its own, so that no test shares the node's cores with what it times; as
+# root, with the node's Debian packages (else it skips and says why).
+# NODE_BENCH_FLAGS="-seed.weights-mib=160 -seed.hub-mib-per-second=16" sets
+# the model's size and the hub's rate.
+NODE_BENCH_FLAGS ?=
+NODE_BENCH_TOOLS := $(addprefix $(BIN)/,etcd kube-apiserver kube-controller-manager kube-scheduler $(NODE_TOOLS) $(SNAPSHOT_TOOLS) crds/snapshot)
+.PHONY: bench-node
+bench-node: node-packages $(NODE_BENCH_TOOLS) manifests ## Measure on the real node how new replicas get the model with each cache seed (clone, snapshot, download): seconds to Ready and hub bytes, as a table.
+	go test ./test/node -run '^$$' -bench '^BenchmarkScaleUpFillsNewReplicas$$' -benchtime 1x -count=1 -timeout 40m -args $(NODE_BENCH_FLAGS)
+
 ##@ Try it
 
 # DEV_FLAGS=-node=kwok simulates pods even where a real node could run;

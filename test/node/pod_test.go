@@ -100,7 +100,7 @@ func TestPodReachesAPIServerAndServiceByName(t *testing.T) {
 }
 
 // waitForPod waits until done accepts the pod and returns it.
-func waitForPod(t *testing.T, ns, name string, done func(*corev1.Pod) bool) *corev1.Pod {
+func waitForPod(t testing.TB, ns, name string, done func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	NewWithT(t).Eventually(func(g Gomega) {

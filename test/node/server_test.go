@@ -52,7 +52,7 @@ func readManifest(t *testing.T, file string) *unstructured.Unstructured {
 }
 
 // serverObject turns a typed server into the object applyObject takes.
-func serverObject(t *testing.T, server *embedopsv1.EmbeddingServer) *unstructured.Unstructured {
+func serverObject(t testing.TB, server *embedopsv1.EmbeddingServer) *unstructured.Unstructured {
 	t.Helper()
 	server.SetGroupVersionKind(embedopsv1.GroupVersion.WithKind("EmbeddingServer"))
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(server)
@@ -71,7 +71,7 @@ func withEnv(t *testing.T, obj *unstructured.Unstructured, name, value string) {
 }
 
 // applyObject server-side applies obj into ns as gitops.
-func applyObject(t *testing.T, ns string, obj *unstructured.Unstructured) {
+func applyObject(t testing.TB, ns string, obj *unstructured.Unstructured) {
 	t.Helper()
 	obj.SetNamespace(ns)
 	NewWithT(t).Expect(node.Client.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj),
@@ -81,7 +81,7 @@ func applyObject(t *testing.T, ns string, obj *unstructured.Unstructured) {
 // waitServerReady waits until the server is Ready because it is Available
 // with every replica ready, and the controller's endpoint check recorded
 // TEI's /info (status.served), and returns it.
-func waitServerReady(t *testing.T, key client.ObjectKey) *embedopsv1.EmbeddingServer {
+func waitServerReady(t testing.TB, key client.ObjectKey) *embedopsv1.EmbeddingServer {
 	t.Helper()
 	server := &embedopsv1.EmbeddingServer{}
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -104,7 +104,7 @@ func bindingOf(t *testing.T, server *embedopsv1.EmbeddingServer) *embedopsv1.Mod
 }
 
 // serverPods are the server's pods, by its status.selector.
-func serverPods(t *testing.T, server *embedopsv1.EmbeddingServer) []corev1.Pod {
+func serverPods(t testing.TB, server *embedopsv1.EmbeddingServer) []corev1.Pod {
 	t.Helper()
 	selector, err := labels.Parse(server.Status.Selector)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -191,7 +191,7 @@ func logServer(t *testing.T, server *embedopsv1.EmbeddingServer, began time.Time
 
 // report is an account of a server that is not Ready yet: its
 // conditions, whether /info was answered, and its namespace's pods.
-func report(t *testing.T, server *embedopsv1.EmbeddingServer) string {
+func report(t testing.TB, server *embedopsv1.EmbeddingServer) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %s/%s is not Ready and served (%v):", server.Namespace, server.Name, server.Status.Served != nil)
 	for _, c := range server.Status.Conditions {

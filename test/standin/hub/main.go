@@ -24,6 +24,7 @@ func main() {
 	flag.Var(&models, "model", "A model id to serve on main with a multi-format repository of -unit byte weights; repeatable.")
 	flag.IntVar(&opts.unit, "unit", 4096, "The size of one copy of the weights of each -model.")
 	flag.StringVar(&opts.token, "token", "", "A token the hub requires as \"Authorization: Bearer <token>\"; none if empty.")
+	flag.IntVar(&opts.rateBytesPerSecond, "rate-bytes-per-second", 0, "The most bytes per second each file response is sent at; 0 for no bound.")
 	flag.Parse()
 	opts.models = models
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

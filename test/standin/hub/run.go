@@ -19,6 +19,9 @@ type options struct {
 	models     []string
 	unit       int
 	token      string
+	// rateBytesPerSecond bounds how fast each file response is sent; 0
+	// sends at full speed (meter).
+	rateBytesPerSecond int
 }
 
 // modelSpecs are the models the options name: the file's, then the flags'.
@@ -47,6 +50,9 @@ func run(ctx context.Context, opts options, out io.Writer, ready func(net.Addr))
 	if err != nil {
 		return err
 	}
+	if opts.rateBytesPerSecond < 0 {
+		return errors.New("the rate must not be negative")
+	}
 	hub := hubtest.NewHandler()
 	defer hub.Close()
 	if opts.token != "" {
@@ -66,7 +72,7 @@ func run(ctx context.Context, opts options, out io.Writer, ready func(net.Addr))
 			return err
 		}
 	}
-	server := &http.Server{Handler: hub, ReadHeaderTimeout: time.Minute}
+	server := &http.Server{Handler: newMeter(hub, opts.rateBytesPerSecond), ReadHeaderTimeout: time.Minute}
 	failed := make(chan error, 1)
 	go func() { failed <- server.Serve(l) }()
 	if ready != nil {

@@ -90,6 +90,7 @@ func TestRefusesModelsItCannotServe(t *testing.T) {
 		"no models":          {addr: "127.0.0.1:0"},
 		"unknown repository": {addr: "127.0.0.1:0", modelsFile: "testdata/unknown-repository.json"},
 		"missing file":       {addr: "127.0.0.1:0", modelsFile: "testdata/absent.json"},
+		"negative rate":      {addr: "127.0.0.1:0", models: []string{"org/a"}, rateBytesPerSecond: -1},
 	}
 	for name, opts := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -143,10 +143,16 @@ func (r *ScaleReport) setConvergence(wallSeconds, cpuSeconds float64) {
 }
 
 func (r *ScaleReport) setLimiter(waited, sent float64) {
-	r.LimiterWaitSeconds = round(waited)
-	if waited+sent > 0 {
-		r.LimiterShareOfRequestTime = round(waited / (waited + sent))
+	r.LimiterWaitSeconds, r.LimiterShareOfRequestTime = round(waited), limiterShare(waited, sent)
+}
+
+// limiterShare is the share of request time spent waiting for the client's
+// rate limiter: waited / (waited + sent), 0 without either.
+func limiterShare(waited, sent float64) float64 {
+	if waited+sent <= 0 {
+		return 0
 	}
+	return round(waited / (waited + sent))
 }
 
 func (r *ScaleReport) setCreation(counts Counts) {

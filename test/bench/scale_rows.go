@@ -56,13 +56,20 @@ func (r *ScaleReport) measurements() []Row {
 // causeRows break the creation requests per server down by cause, the
 // most frequent first.
 func (r *ScaleReport) causeRows() []Row {
-	causes := slices.SortedFunc(maps.Keys(r.CreateByCause), func(a, b string) int {
-		return cmp.Or(cmp.Compare(r.CreateByCause[b].Requests, r.CreateByCause[a].Requests), strings.Compare(a, b))
+	return causeRows("create: ", "server", r.CreateByCause, r.perServer)
+}
+
+// causeRows lay out requests by cause, the most frequent first, each row's
+// metric prefix and its cause, its value the requests divided by per, and
+// its note the stored writes so divided, per unit.
+func causeRows(prefix, unit string, byCause map[string]CauseCount, per func(int) float64) []Row {
+	causes := slices.SortedFunc(maps.Keys(byCause), func(a, b string) int {
+		return cmp.Or(cmp.Compare(byCause[b].Requests, byCause[a].Requests), strings.Compare(a, b))
 	})
 	rows := make([]Row, 0, len(causes))
 	for _, cause := range causes {
-		count := r.CreateByCause[cause]
-		rows = append(rows, Row{"create: " + cause, fmt.Sprint(r.perServer(count.Requests)), fmt.Sprintf("requests per server; stored writes %v", r.perServer(count.Writes))})
+		count := byCause[cause]
+		rows = append(rows, Row{prefix + cause, fmt.Sprint(per(count.Requests)), fmt.Sprintf("requests per %s; stored writes %v", unit, per(count.Writes))})
 	}
 	return rows
 }

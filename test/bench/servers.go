@@ -29,11 +29,20 @@ func serverName(i int) string { return fmt.Sprintf("s%d", i) }
 // default (one replica, a PerReplica cache) and a declared revision, on the
 // worker pool.
 func (e *Env) CreateServers(ctx context.Context, namespace string, n int) error {
+	return e.CreateServersWith(ctx, namespace, n, nil)
+}
+
+// CreateServersWith is CreateServers with adjust, when not nil, applied to
+// each server before it is created.
+func (e *Env) CreateServersWith(ctx context.Context, namespace string, n int, adjust func(*embedopsv1.EmbeddingServer)) error {
 	return forEach(ctx, n, func(ctx context.Context, i int) error {
 		server := &embedopsv1.EmbeddingServer{
 			ObjectMeta: metav1.ObjectMeta{Name: serverName(i), Namespace: namespace,
 				Annotations: map[string]string{embedopsv1.SourceRevisionAnnotation: benchRevision}},
 			Spec: embedopsv1.EmbeddingServerSpec{Model: embedopsv1.ModelSpec{Name: benchModel}},
+		}
+		if adjust != nil {
+			adjust(server)
 		}
 		if err := e.Client.Create(ctx, server); err != nil {
 			return fmt.Errorf("creating server %s: %w", server.Name, err)

@@ -7,9 +7,12 @@
 // log to a shard; `--mode download` compares `embedops populate` with
 // plain GETs from the stand-in hub on loopback; `--mode rollout` runs a
 // 3-replica server through every change of its cache and reports the
-// fewest ready endpoints of its Service and each change's time. See
-// package bench for what
-// each figure means.
+// fewest ready endpoints of its Service and each change's time; `--mode
+// scaleup` scales --servers PerReplica servers (100 unless given), with
+// the populator and spec.cache.seed --seed, from one replica to three and
+// reports the requests and writes per new replica, how the new claims
+// were filled and the time until all are Ready. See package bench for
+// what each figure means.
 package main
 
 import (
@@ -24,22 +27,23 @@ import (
 	flag "github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	embedopsv1 "github.com/embedops/embedops/api/v1alpha1"
 	"github.com/embedops/embedops/test/bench"
 )
 
 func main() {
 	var (
 		mode, output     string
-		jsonFile         string
+		jsonFile, seed   string
 		commits          int
 		download         = bench.DownloadOptions{}
 		progressInterval time.Duration
 		opts             = bench.ScaleOptions{Log: os.Stderr}
 	)
-	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster), shard (two shards of the fleet, from the audit log), audit (the origin search), download (the populator's throughput) or rollout (cache changes of a 3-replica server).")
+	flag.StringVar(&mode, "mode", "scale", "What to measure: scale (the controller on the local cluster), shard (two shards of the fleet, from the audit log), audit (the origin search), download (the populator's throughput), rollout (cache changes of a 3-replica server) or scaleup (PerReplica servers scaled 1 -> 3, new claims seeded).")
 	flag.StringVarP(&output, "output", "o", "table", "Output format: table or json.")
 	flag.StringVar(&jsonFile, "json-file", "", "Also write the report as JSON to this file, so one run gives both the table and the JSON.")
-	flag.IntVar(&opts.Servers, "servers", 200, "EmbeddingServers to create.")
+	flag.IntVar(&opts.Servers, "servers", 200, fmt.Sprintf("EmbeddingServers to create; --mode scaleup's default is %d.", bench.DefaultScaleUpServers))
 	flag.IntVar(&opts.UnrelatedPods, "unrelated-pods", 5000, "Pods, and as many ConfigMaps and Secrets, not embedops', created before the second memory reading.")
 	flag.IntVar(&opts.ReleasedRecords, "released-records", 200, "Released bindings of deleted servers added to the servers' namespace before the reconcile requests are counted again.")
 	flag.DurationVar(&opts.ProvisionDelay, "provision-delay", 10*time.Second, "How long the local cluster's provisioner takes per volume, so claims bind slowly as real provisioners' do.")
@@ -49,9 +53,13 @@ func main() {
 	flag.DurationVar(&opts.Timeout, "timeout", 30*time.Minute, "Bound of each wait for the cluster.")
 	flag.DurationVar(&progressInterval, "progress-interval", 0, "The controller's --progress-interval; 0 keeps its default.")
 	flag.IntVar(&commits, "commits", 10000, "Commits in the audit mode's history.")
+	flag.StringVar(&seed, "seed", string(embedopsv1.CacheSeedClone), "The scaleup mode's spec.cache.seed: Auto, Clone, Snapshot or Download.")
 	flag.Int64Var(&download.Bytes, "download-bytes", 1<<30, "The download mode's repository size in bytes.")
 	flag.IntVar(&download.Files, "download-files", 4, "Weight files the download mode's repository is split into.")
 	flag.Parse()
+	if mode == "scaleup" && !flag.CommandLine.Changed("servers") {
+		opts.Servers = bench.DefaultScaleUpServers
+	}
 	if opts.ProfileDir != "" {
 		if err := os.MkdirAll(opts.ProfileDir, 0o750); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -66,7 +74,7 @@ func main() {
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, mode, output, jsonFile, commits, download, opts); err != nil {
+	if err := run(ctx, mode, output, jsonFile, commits, download, seed, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		stop()
 		os.Exit(1)
@@ -75,7 +83,7 @@ func main() {
 
 // run measures what mode names and prints the report, and writes it as
 // JSON to jsonFile when set.
-func run(ctx context.Context, mode, output, jsonFile string, commits int, download bench.DownloadOptions, opts bench.ScaleOptions) error {
+func run(ctx context.Context, mode, output, jsonFile string, commits int, download bench.DownloadOptions, seed string, opts bench.ScaleOptions) error {
 	var report bench.Report
 	var err error
 	switch mode {
@@ -95,8 +103,10 @@ func run(ctx context.Context, mode, output, jsonFile string, commits int, downlo
 		report, err = bench.MeasureDownload(ctx, download)
 	case "rollout":
 		report, err = bench.RunRollout(ctx, opts)
+	case "scaleup":
+		report, err = runScaleUp(ctx, seed, opts)
 	default:
-		return fmt.Errorf("unknown mode %q: use scale, shard, audit, download or rollout", mode)
+		return fmt.Errorf("unknown mode %q: use scale, shard, audit, download, rollout or scaleup", mode)
 	}
 	if err != nil {
 		return err
@@ -107,6 +117,17 @@ func run(ctx context.Context, mode, output, jsonFile string, commits int, downlo
 		}
 	}
 	return bench.Print(os.Stdout, report, output)
+}
+
+// runScaleUp runs the scaleup mode with the scale options' fleet, cluster
+// and controller, and seed.
+func runScaleUp(ctx context.Context, seed string, opts bench.ScaleOptions) (bench.Report, error) {
+	parsed, err := bench.ParseSeed(seed)
+	if err != nil {
+		return nil, err
+	}
+	return bench.RunScaleUp(ctx, bench.ScaleUpOptions{Servers: opts.Servers, Seed: parsed, ProvisionDelay: opts.ProvisionDelay,
+		Timeout: opts.Timeout, ControllerArgs: opts.ControllerArgs, Log: opts.Log})
 }
 
 // writeJSON writes report as JSON to path.

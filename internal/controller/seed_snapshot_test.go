@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -201,4 +202,24 @@ func TestSnapshotIsTakenAsSoonAsTheFirstReplicaIsPopulated(t *testing.T) {
 	g.Expect(getBinding(t, g, namespace, binding.Name).Spec.Resources.VolumeSnapshotNames).To(Equal([]string{name}))
 	g.Expect(getBinding(t, g, namespace, binding.Name).Status.ClaimFills).To(BeEmpty(), "no claim was copied")
 	expectReplicas(t, g, key, 1)
+}
+
+// TestACopyAsksForAtLeastItsSourcesSize: external-provisioner refuses a
+// clone smaller than its source's capacity and a restore smaller than the
+// snapshot's restoreSize; a source grown by hand past the binding's size
+// is copied whole with a larger request, and one smaller keeps the
+// template's.
+func TestACopyAsksForAtLeastItsSourcesSize(t *testing.T) {
+	g := NewWithT(t)
+	write := &seedWrite{template: corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
+	}}}
+	grown := copyClaim(write, "ns", decision.SeedClone{Name: "c-1", Source: "c-0", Method: embedopsv1.ClaimFilledByClone}, resource.MustParse("12Gi"))
+	g.Expect(grown.Spec.Resources.Requests).To(HaveKeyWithValue(corev1.ResourceStorage, resource.MustParse("12Gi")))
+	g.Expect(write.template.Spec.Resources.Requests).To(HaveKeyWithValue(corev1.ResourceStorage, resource.MustParse("10Gi")), "the template is not changed")
+	smaller := copyClaim(write, "ns", decision.SeedClone{Name: "c-1", Source: "snap", Method: embedopsv1.ClaimFilledBySnapshot}, resource.MustParse("1Gi"))
+	g.Expect(smaller.Spec.Resources.Requests).To(HaveKeyWithValue(corev1.ResourceStorage, resource.MustParse("10Gi")))
+	g.Expect(smaller.Spec.DataSourceRef).To(HaveField("Kind", "VolumeSnapshot"))
+	unknown := copyClaim(write, "ns", decision.SeedClone{Name: "c-1", Source: "c-0", Method: embedopsv1.ClaimFilledByClone}, resource.Quantity{})
+	g.Expect(unknown.Spec.Resources.Requests).To(HaveKeyWithValue(corev1.ResourceStorage, resource.MustParse("10Gi")))
 }

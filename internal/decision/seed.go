@@ -151,7 +151,7 @@ func planClaims(in SeedInput) SeedPlan {
 	fills := fillsByName(in.Fills)
 	planCopiesMade(in, fills, &plan)
 	explicit := in.Seed == embedopsv1.CacheSeedClone || in.Seed == embedopsv1.CacheSeedSnapshot
-	if !explicit && (copyAbandoned(in.Fills) || len(plan.Abandon) > 0) {
+	if !explicit && (copyAbandoned(in) || len(plan.Abandon) > 0) {
 		return plan
 	}
 	source, why := copySource(in, &plan)

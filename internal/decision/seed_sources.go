@@ -142,9 +142,16 @@ func populatedSource(in SeedInput) string {
 }
 
 // copyAbandoned reports whether a copy of the binding was abandoned past
-// its deadline (a fallback with a source; a refusal has none).
-func copyAbandoned(fills []embedopsv1.ClaimFill) bool {
-	return slices.ContainsFunc(fills, func(f embedopsv1.ClaimFill) bool { return f.Fallback != "" && f.Source != "" })
+// its deadline (a fallback with a source; a refusal has none). A restore
+// abandoned while the binding's snapshot was not ready does not count once
+// it is: a slow snapshot ends one scale-up's copies, not the next one's.
+func copyAbandoned(in SeedInput) bool {
+	return slices.ContainsFunc(in.Fills, func(f embedopsv1.ClaimFill) bool {
+		if f.Fallback == "" || f.Source == "" {
+			return false
+		}
+		return f.Source != in.Snapshot.Name || !in.Snapshot.Ready || in.Snapshot.Deleting
+	})
 }
 
 func fillsByName(fills []embedopsv1.ClaimFill) map[string]embedopsv1.ClaimFill {

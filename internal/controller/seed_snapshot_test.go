@@ -79,14 +79,7 @@ func TestAScaleUpRestoresTheBindingsSnapshotAndItGoesWithTheBinding(t *testing.T
 	class, _ := snapshotStorage(t, g, namespace, namespace+"-default")
 	clock := newTestClock(time.Now())
 	startManager(t, namespace, withPopulator, withClock(clock))
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithStorageClass(class), fixtures.WithRetainFor(0)))
-	completeResolveJob(t, g, namespace)
-	sts := waitForStatefulSet(t, g, key)
-	source := populatedReplica(t, g, key, sts)
-	binding := waitForBinding(t, g, key, "")
-	g.Eventually(func(g Gomega) {
-		g.Expect(getBinding(t, g, namespace, binding.Name).Status.Realized).To(HaveField("ContentDigest", digestA))
-	}).Should(Succeed())
+	key, sts, source, binding := populatedServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithStorageClass(class), fixtures.WithRetainFor(0)))
 
 	updateServer(t, g, key, fixtures.WithReplicas(3))
 	name := decision.SnapshotName(binding.Name, commitA)
@@ -150,15 +143,8 @@ func TestASnapshotClassOfAnotherDriverIsRefusedAndReplicasDownload(t *testing.T)
 	class, driver := snapshotStorage(t, g, namespace, "")
 	createSnapshotClass(t, g, namespace+"-other", "other.embedops.dev", false)
 	startManager(t, namespace, withPopulator)
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithStorageClass(class),
+	key, sts, source, binding := populatedServer(t, g, fixtures.EmbeddingServer(namespace, "tei", fixtures.WithStorageClass(class),
 		withSeed(embedopsv1.CacheSeedSnapshot), withSnapshotClassName(namespace+"-other")))
-	completeResolveJob(t, g, namespace)
-	sts := waitForStatefulSet(t, g, key)
-	source := populatedReplica(t, g, key, sts)
-	binding := waitForBinding(t, g, key, "")
-	g.Eventually(func(g Gomega) {
-		g.Expect(getBinding(t, g, namespace, binding.Name).Status.Realized).To(HaveField("ContentDigest", digestA))
-	}).Should(Succeed())
 
 	updateServer(t, g, key, fixtures.WithReplicas(2))
 	why := "spec.cache.volumeSnapshotClassName " + namespace + "-other is of driver other.embedops.dev, the claims' is " + driver

@@ -59,6 +59,23 @@ func populatedReplica(t *testing.T, g *WithT, key types.NamespacedName, sts *app
 	return claim.Name
 }
 
+// populatedServer creates a one-replica server, completes its resolve Job
+// and plays ordinal 0 populated (populatedReplica), and returns the
+// server's key, its StatefulSet, the populated claim and the binding once
+// it recorded the pod's digest.
+func populatedServer(t *testing.T, g *WithT, server *embedopsv1.EmbeddingServer) (types.NamespacedName, *appsv1.StatefulSet, string, *embedopsv1.ModelCacheBinding) {
+	t.Helper()
+	key := createServer(t, g, server)
+	completeResolveJob(t, g, server.Namespace)
+	sts := waitForStatefulSet(t, g, key)
+	source := populatedReplica(t, g, key, sts)
+	binding := waitForBinding(t, g, key, "")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getBinding(t, g, server.Namespace, binding.Name).Status.Realized).To(HaveField("ContentDigest", digestA))
+	}).Should(Succeed())
+	return key, sts, source, binding
+}
+
 // bindClaim plays the volume controller: the claim is Bound.
 func bindClaim(t *testing.T, g *WithT, claim *corev1.PersistentVolumeClaim) {
 	t.Helper()
@@ -106,14 +123,7 @@ func TestAScaleUpClonesAPopulatedClaimAndFallsBackWhenACloneNeverBinds(t *testin
 	namespace := harness.Namespace(t, env.Client)
 	clock := newTestClock(time.Now())
 	startManager(t, namespace, withPopulator, withClock(clock))
-	key := createServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
-	completeResolveJob(t, g, namespace)
-	sts := waitForStatefulSet(t, g, key)
-	source := populatedReplica(t, g, key, sts)
-	binding := waitForBinding(t, g, key, "")
-	g.Eventually(func(g Gomega) {
-		g.Expect(getBinding(t, g, namespace, binding.Name).Status.Realized).To(HaveField("ContentDigest", digestA))
-	}).Should(Succeed())
+	key, sts, source, binding := populatedServer(t, g, fixtures.EmbeddingServer(namespace, "tei"))
 
 	updateServer(t, g, key, fixtures.WithReplicas(3))
 	bound := expectClone(t, g, namespace, ordinalClaim(sts, 1), source)

@@ -86,24 +86,17 @@ func RunScale(ctx context.Context, opts ScaleOptions) (_ *ScaleReport, err error
 	}()
 	run := &scaleRun{env: env, opts: opts, report: newScaleReport(opts), restWrites: map[string]int{}}
 	run.report.Phases = append(run.report.Phases, PhaseTime{Phase: "start", Seconds: round(time.Since(starting).Seconds())})
-	phases := []struct {
-		name string
-		run  func(context.Context) error
-	}{
+	phases, err := runPhases(ctx, env.logf, []benchPhase{
 		{"converge", run.converge},
 		{"resync", run.resync},
 		{"history", run.history},
 		{"watchResync", run.watchResync},
 		{"rest", run.rest},
 		{"unrelated", run.unrelated},
-	}
-	for _, phase := range phases {
-		env.logf("phase %s", phase.name)
-		started := time.Now()
-		if err := phase.run(ctx); err != nil {
-			return nil, fmt.Errorf("phase %s: %w", phase.name, err)
-		}
-		run.report.Phases = append(run.report.Phases, PhaseTime{Phase: phase.name, Seconds: round(time.Since(started).Seconds())})
+	})
+	run.report.Phases = append(run.report.Phases, phases...)
+	if err != nil {
+		return nil, err
 	}
 	return run.report, nil
 }
@@ -138,4 +131,25 @@ func round(x float64) float64 {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// benchPhase is one timed phase of a benchmark run.
+type benchPhase struct {
+	name string
+	run  func(context.Context) error
+}
+
+// runPhases runs the phases in order, logging each, and returns how long
+// each that finished took; it stops at the first error.
+func runPhases(ctx context.Context, logf func(string, ...any), phases []benchPhase) ([]PhaseTime, error) {
+	var times []PhaseTime
+	for _, phase := range phases {
+		logf("phase %s", phase.name)
+		started := time.Now()
+		if err := phase.run(ctx); err != nil {
+			return times, fmt.Errorf("phase %s: %w", phase.name, err)
+		}
+		times = append(times, PhaseTime{Phase: phase.name, Seconds: round(time.Since(started).Seconds())})
+	}
+	return times, nil
 }

@@ -103,21 +103,14 @@ func RunScaleUp(ctx context.Context, opts ScaleUpOptions) (_ *ScaleUpReport, err
 	}()
 	run := &scaleUpRun{env: env, opts: opts, report: newScaleUpReport(opts, args)}
 	run.report.Phases = append(run.report.Phases, PhaseTime{Phase: "start", Seconds: round(time.Since(starting).Seconds())})
-	phases := []struct {
-		name string
-		run  func(context.Context) error
-	}{
+	phases, err := runPhases(ctx, env.logf, []benchPhase{
 		{"populate", run.populate},
 		{"scaleUp", run.scaleUp},
 		{"claims", run.countClaims},
-	}
-	for _, phase := range phases {
-		env.logf("phase %s", phase.name)
-		started := time.Now()
-		if err := phase.run(ctx); err != nil {
-			return nil, fmt.Errorf("phase %s: %w", phase.name, err)
-		}
-		run.report.Phases = append(run.report.Phases, PhaseTime{Phase: phase.name, Seconds: round(time.Since(started).Seconds())})
+	})
+	run.report.Phases = append(run.report.Phases, phases...)
+	if err != nil {
+		return nil, err
 	}
 	return run.report, nil
 }

@@ -47,6 +47,11 @@ func (l *Ledger) Advance(ctx context.Context, binding *embedopsv1.ModelCacheBind
 	case embedopsv1.BindingRetiring:
 		return l.release(ctx, binding)
 	case embedopsv1.BindingReleased:
+		// A binding Released as superseded hands its claims over, not its
+		// snapshots; a retired one deleted them in release already.
+		if _, err := l.releaseSnapshots(ctx, binding); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, l.keepRecord(ctx, binding)
 	default:
 		return l.keepActive(ctx, binding)
@@ -230,13 +235,9 @@ func (l *Ledger) reportWaits(ctx context.Context, binding *embedopsv1.ModelCache
 	return l.updateStatus(ctx, binding)
 }
 
-// keepRecord deletes the snapshots of a Released binding (one superseded
-// hands its claims over, not its snapshots), drops its finalizer and
-// prunes its server's history.
+// keepRecord drops the finalizer of a Released binding and prunes its
+// server's history.
 func (l *Ledger) keepRecord(ctx context.Context, binding *embedopsv1.ModelCacheBinding) error {
-	if _, err := l.releaseSnapshots(ctx, binding); err != nil {
-		return err
-	}
 	if err := l.removeFinalizer(ctx, binding); err != nil {
 		return err
 	}

@@ -183,6 +183,38 @@ func TestARetiringBindingWaitsForThePodsThatMountItsClaims(t *testing.T) {
 	waitForReleased(t, g, namespace, binding.Name, claims)
 }
 
+// TestAReleasedBindingDeletesItsClaimsMadeAgain starts from a retired,
+// Released binding whose claims exist again, as the StatefulSet controller
+// makes them from a StatefulSet its cache still holds after the binding saw
+// it gone, one mounted by that StatefulSet's pod: the binding deletes the
+// free claim, keeps the mounted one until its pod is gone, then deletes it,
+// and stays Released.
+func TestAReleasedBindingDeletesItsClaimsMadeAgain(t *testing.T) {
+	g, namespace := reconciledNamespace(t)
+	key, binding, claims := twoReplicasRetainedForNothing(t, g, namespace)
+	sts := waitForStatefulSet(t, g, key)
+	g.Expect(env.Client.Delete(t.Context(), getServer(t, g, key))).To(Succeed())
+	waitForReleased(t, g, namespace, binding.Name, claims)
+	released := getBinding(t, g, namespace, binding.Name)
+	deletedBefore := len(eventsAbout(t, g, namespace, binding.Name, corev1.EventTypeNormal, embedopsv1.ClaimDeletedReason))
+
+	stale := createPodMounting(t, g, namespace, "tei-1", claims[1])
+	g.Expect(createTemplateClaims(t, g, sts, false)).To(Equal(claims))
+	g.Eventually(func(g Gomega) {
+		g.Expect(claimsGone(t, g, namespace, claims[:1])).To(BeTrue())
+	}).Should(Succeed(), "a claim made again after the release is deleted")
+	expectClaimKept(t, g, namespace, claims[1])
+
+	g.Expect(env.Client.Delete(t.Context(), stale)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(claimsGone(t, g, namespace, claims[1:])).To(BeTrue())
+	}).Should(Succeed(), "the mounted one once its pod is gone")
+	g.Expect(eventsAbout(t, g, namespace, binding.Name, corev1.EventTypeNormal, embedopsv1.ClaimDeletedReason)).To(HaveLen(deletedBefore + 2))
+	after := getBinding(t, g, namespace, binding.Name)
+	g.Expect(after.Status.Phase).To(Equal(embedopsv1.BindingReleased))
+	g.Expect(after.Status.ReleasedAt).To(Equal(released.Status.ReleasedAt), "the release stays as it was recorded")
+}
+
 // TestARetiringSharedBindingDeletesItsPopulateJob retires a Shared binding
 // whose populate Job finished: the Job goes with the retirement, and the
 // claim once the Job's pod, which the garbage collector deletes in a

@@ -47,12 +47,7 @@ func (l *Ledger) Advance(ctx context.Context, binding *embedopsv1.ModelCacheBind
 	case embedopsv1.BindingRetiring:
 		return l.release(ctx, binding)
 	case embedopsv1.BindingReleased:
-		// A binding Released as superseded hands its claims over, not its
-		// snapshots; a retired one deleted them in release already.
-		if _, err := l.releaseSnapshots(ctx, binding); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, l.keepRecord(ctx, binding)
+		return l.keepReleased(ctx, binding)
 	default:
 		return l.keepActive(ctx, binding)
 	}
@@ -233,6 +228,52 @@ func (l *Ledger) reportWaits(ctx context.Context, binding *embedopsv1.ModelCache
 		return nil
 	}
 	return l.updateStatus(ctx, binding)
+}
+
+// keepReleased keeps a Released binding's record. One superseded hands its
+// claims over, not its snapshots: it deletes those. One retired deleted its
+// snapshots in release, and deletes a claim of its own that appears after
+// it (deleteLateClaims).
+func (l *Ledger) keepReleased(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
+	var result ctrl.Result
+	if decision.HandingOver(binding) {
+		if _, err := l.releaseSnapshots(ctx, binding); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else {
+		var err error
+		if result, err = l.deleteLateClaims(ctx, binding); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return result, l.keepRecord(ctx, binding)
+}
+
+// deleteLateClaims deletes the claims of a retired Released binding that
+// exist again. The StatefulSet controller can make one after the binding
+// saw its StatefulSet gone: its pod and StatefulSet informers are separate
+// watches, so a pod's deletion can reach it before the StatefulSet's and it
+// creates the missing claim from the StatefulSet it still has
+// (kubernetes v1.37.2 pkg/controller/statefulset/stateful_pod_control.go,
+// createPersistentVolumeClaims). Nobody else would delete it. The cache is
+// looked at first, so a Released binding costs no request while none
+// exists; then releaseClaims reads live and waits for pods as in release.
+func (l *Ledger) deleteLateClaims(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
+	late, err := l.existingClaims(ctx, binding)
+	if err != nil || len(late) == 0 {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("a claim of a released binding exists again", "binding", binding.Name, "claim", late[0].Name)
+	remaining, waits, err := l.releaseClaims(ctx, binding)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case len(waits) > 0:
+		return withJitter(ctrl.Result{RequeueAfter: podWaitFactor * l.releaseInterval}), nil
+	case remaining > 0:
+		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval}), nil
+	}
+	return ctrl.Result{}, nil
 }
 
 // keepRecord drops the finalizer of a Released binding and prunes its

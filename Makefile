@@ -222,12 +222,17 @@ UPGRADE_CONTROLLER := $(BIN)/upgrade/controller-$(UPGRADE_BASELINE)
 
 .PHONY: tools
 tools: check-git node-packages argocd-packages ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
+	@$(MAKE) -s --no-print-directory $(TOOL_STAMPS)
 	@$(MAKE) --no-print-directory -j$(TOOLS_JOBS) tool-files
 
 # Two tool builds at a time: one go build leaves a core idle while it links
 # or compiles one large package, and the tool modules share no compiled
-# package (each pins its own dependency versions).
+# package (each pins its own dependency versions). The version stamps are
+# made first: with -j, make starts a target whose prerequisite is still
+# being made only after the targets listed behind it, and the kube binaries,
+# the longest build, come first.
 TOOLS_JOBS ?= 2
+TOOL_STAMPS = $(BIN)/stamps/kube-$(KUBE_VERSION) $(BIN)/stamps/argocd-$(ARGOCD_VERSION) $(BIN)/stamps/snapshotter-$(SNAPSHOTTER_VERSION)
 
 .PHONY: tool-files
 tool-files: $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) $(UPGRADE_CONTROLLER)
@@ -249,7 +254,7 @@ check-git:
 # out the symbol table and DWARF, which nothing here reads (stack traces
 # come from pclntab): kube-apiserver links in 13 s instead of 17-20.
 define build-tool
-	@echo "tools: building $(notdir $(2)) from test/tools/$(1) ($(COLD_BUILD_NOTE))"
+	@echo "tools: building $(2) from test/tools/$(1) ($(COLD_BUILD_NOTE))"
 	@mkdir -p $(dir $(4))
 	cd test/tools/$(1) && GOFLAGS=-mod=readonly go build -ldflags '-s -w $(3)' -o $(4) $(2)
 endef

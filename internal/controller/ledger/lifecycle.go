@@ -175,11 +175,8 @@ func (l *Ledger) release(ctx context.Context, binding *embedopsv1.ModelCacheBind
 	if err := l.reportWaits(ctx, binding, waits); err != nil {
 		return ctrl.Result{}, err
 	}
-	switch {
-	case len(waits) > 0:
-		return withJitter(ctrl.Result{RequeueAfter: podWaitFactor * l.releaseInterval}), nil
-	case remaining > 0:
-		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval}), nil
+	if next := l.nextReleaseLook(remaining, waits); next.RequeueAfter > 0 {
+		return next, nil
 	}
 	binding.Status.Phase = embedopsv1.BindingReleased
 	binding.Status.ReleasedAt = &metav1.Time{Time: l.now()}
@@ -236,15 +233,14 @@ func (l *Ledger) reportWaits(ctx context.Context, binding *embedopsv1.ModelCache
 // it (deleteLateClaims).
 func (l *Ledger) keepReleased(ctx context.Context, binding *embedopsv1.ModelCacheBinding) (ctrl.Result, error) {
 	var result ctrl.Result
+	var err error
 	if decision.HandingOver(binding) {
-		if _, err := l.releaseSnapshots(ctx, binding); err != nil {
-			return ctrl.Result{}, err
-		}
+		_, err = l.releaseSnapshots(ctx, binding)
 	} else {
-		var err error
-		if result, err = l.deleteLateClaims(ctx, binding); err != nil {
-			return ctrl.Result{}, err
-		}
+		result, err = l.deleteLateClaims(ctx, binding)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	return result, l.keepRecord(ctx, binding)
 }
@@ -265,15 +261,23 @@ func (l *Ledger) deleteLateClaims(ctx context.Context, binding *embedopsv1.Model
 	}
 	ctrl.LoggerFrom(ctx).Info("a claim of a released binding exists again", "binding", binding.Name, "claim", late[0].Name)
 	remaining, waits, err := l.releaseClaims(ctx, binding)
-	switch {
-	case err != nil:
+	if err != nil {
 		return ctrl.Result{}, err
-	case len(waits) > 0:
-		return withJitter(ctrl.Result{RequeueAfter: podWaitFactor * l.releaseInterval}), nil
-	case remaining > 0:
-		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval}), nil
 	}
-	return ctrl.Result{}, nil
+	return l.nextReleaseLook(remaining, waits), nil
+}
+
+// nextReleaseLook is when a release looks again at what remains of it:
+// five intervals while a pod holds a claim, one while a deletion is under
+// way, and never (zero) once nothing remains.
+func (l *Ledger) nextReleaseLook(remaining int, waits []string) ctrl.Result {
+	switch {
+	case len(waits) > 0:
+		return withJitter(ctrl.Result{RequeueAfter: podWaitFactor * l.releaseInterval})
+	case remaining > 0:
+		return withJitter(ctrl.Result{RequeueAfter: l.releaseInterval})
+	}
+	return ctrl.Result{}
 }
 
 // keepRecord drops the finalizer of a Released binding and prunes its

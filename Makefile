@@ -46,7 +46,7 @@ TOOLS := $(KUBE_TOOLS) floor/kube-apiserver etcd $(KWOK_TOOLS) $(FLUX_TOOLS) $(H
 # controller's release.
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3@v3.5.0
 CRDS := crds/flux crds/helm crds/argocd crds/argocd-run crds/snapshot
-COLD_BUILD_NOTE := with an empty Go build cache, all tools take about 63 minutes on 2 cores, Argo CD 18 and kube-apiserver with its set 24 of them
+COLD_BUILD_NOTE := with an empty Go build cache, all tools take about an hour on 2 cores
 
 ##@ General
 
@@ -221,21 +221,7 @@ UPGRADE_BASELINE := $(shell sed -n '/^[0-9a-f]\{40\}$$/p' test/upgrade/BASELINE)
 UPGRADE_CONTROLLER := $(BIN)/upgrade/controller-$(UPGRADE_BASELINE)
 
 .PHONY: tools
-tools: check-git node-packages argocd-packages ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
-	@$(MAKE) -s --no-print-directory $(TOOL_STAMPS)
-	@$(MAKE) --no-print-directory -j$(TOOLS_JOBS) tool-files
-
-# Two tool builds at a time: one go build leaves a core idle while it links
-# or compiles one large package, and the tool modules share no compiled
-# package (each pins its own dependency versions). The version stamps are
-# made first: with -j, make starts a target whose prerequisite is still
-# being made only after the targets listed behind it, and the kube binaries,
-# the longest build, come first.
-TOOLS_JOBS ?= 2
-TOOL_STAMPS = $(BIN)/stamps/kube-$(KUBE_VERSION) $(BIN)/stamps/argocd-$(ARGOCD_VERSION) $(BIN)/stamps/snapshotter-$(SNAPSHOTTER_VERSION)
-
-.PHONY: tool-files
-tool-files: $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) $(UPGRADE_CONTROLLER)
+tools: check-git node-packages argocd-packages $(addprefix $(BIN)/,$(TOOLS) $(CRDS)) $(UPGRADE_CONTROLLER) ## Build the missing test binaries into ./bin; install the real node's Debian packages when missing.
 
 $(UPGRADE_CONTROLLER):
 	go run ./test/upgrade/baseline
